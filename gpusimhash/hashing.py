@@ -164,6 +164,22 @@ def xorshift32_words(hashes: np.ndarray, n_words: int) -> np.ndarray:
     return words
 
 
+def unpack_words(words: np.ndarray) -> np.ndarray:
+    """Unpack sign words into one 0/1 column per bit, least significant bit of word 0 first.
+
+    Parameters
+    ----------
+    words : ndarray, shape (m, n_words), dtype uint32
+        Output of ``xorshift32_words`` (or a slice of its columns).
+
+    Returns
+    -------
+    ndarray, shape (m, 32 * n_words), dtype uint8
+    """
+    little_endian = np.ascontiguousarray(words, dtype="<u4")
+    return np.unpackbits(little_endian.view(np.uint8), axis=1, bitorder="little")
+
+
 def sign_bits(hashes: np.ndarray, bits: int) -> np.ndarray:
     """Unpack each feature hash into its ``bits`` pseudo-random sign bits.
 
@@ -178,8 +194,11 @@ def sign_bits(hashes: np.ndarray, bits: int) -> np.ndarray:
     -------
     ndarray, shape (m, bits), dtype uint8
         ``1`` where the feature adds its weight to slot ``i``, ``0`` where it subtracts.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> sign_bits(np.array([1], np.uint32), 8)  # xorshift32(1) = 270369 = 0x42021
+    array([[1, 0, 0, 0, 0, 1, 0, 0]], dtype=uint8)
     """
-    words = xorshift32_words(hashes, -(-bits // 32))
-    little_endian = words.astype("<u4", copy=False)
-    unpacked = np.unpackbits(little_endian.view(np.uint8), axis=1, bitorder="little")
-    return unpacked[:, :bits]
+    return unpack_words(xorshift32_words(hashes, -(-bits // 32)))[:, :bits]
