@@ -1,4 +1,4 @@
-"""Per-code-point tables that define tokenization on every engine.
+r"""Per-code-point tables that define tokenization on every engine.
 
 The text featurizer (CPU) and the device tokenizer (GPU) read the same two tables, so they
 agree bit for bit whatever Python or CUDA version runs them:

@@ -1,0 +1,38 @@
+"""Splitting any iterable into bounded lists, so inputs stream in bounded memory."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import TypeVar
+
+Item = TypeVar("Item")
+
+
+def chunks(items: Iterable[Item], size: int) -> Iterator[list[Item]]:
+    """Yield consecutive lists of at most ``size`` items.
+
+    Parameters
+    ----------
+    items : iterable
+        Consumed lazily, once.
+    size : int
+        Largest list to yield, at least 1.
+
+    Yields
+    ------
+    list
+        The next items, never empty.
+
+    Examples
+    --------
+    >>> list(chunks(range(5), 2))
+    [[0, 1], [2, 3], [4]]
+    """
+    chunk: list[Item] = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk

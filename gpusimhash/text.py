@@ -1,0 +1,536 @@
+"""Text features: tokenization, shingling and weighting, vectorized over a whole batch.
+
+A batch of documents is joined into one array of code points and processed with whole-array NumPy
+operations: classification and lower-casing through the shipped Unicode tables, token boundaries
+from the changes of the word mask, and FNV-1a feature states computed position by position over
+all tokens at once. No Python code runs per document or per token. DESIGN.md defines the rules;
+``TextFeaturizer.features`` spells them out in plain Python for one document.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from gpusimhash._batching import chunks
+from gpusimhash.features import FeatureBatch
+from gpusimhash.hashing import FNV_OFFSET_BASIS, feature_states, fnv1a_continue, fnv1a_step
+from gpusimhash.unicode_tables import load_tables
+
+ANALYZERS = ("word", "char")
+WEIGHTINGS = ("count", "binary", "logtf", "tfidf")
+SPACE = 0x20
+CONFIG_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Tokens:
+    """Word tokens of a batch, located in its stream of (lower-cased) code points.
+
+    Attributes
+    ----------
+    code_points : ndarray, dtype uint32
+        The batch's text, documents joined by newlines, lower-cased if asked.
+    starts, lengths : ndarray, shape (n_tokens,), dtype int64
+        Each token's first code point and its length in code points, in document order.
+    doc : ndarray, shape (n_tokens,), dtype int64
+        The document each token belongs to (non-decreasing).
+    n_docs : int
+        Number of documents in the batch.
+    """
+
+    code_points: np.ndarray
+    starts: np.ndarray
+    lengths: np.ndarray
+    doc: np.ndarray
+    n_docs: int
+
+
+def _code_points(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Join texts with a newline (never a word character); return code points and doc starts."""
+    joined = "\n".join(texts)
+    code_points = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+    doc_starts = np.zeros(len(texts), dtype=np.int64)
+    np.cumsum(lengths[:-1] + 1, out=doc_starts[1:])
+    return code_points, doc_starts
+
+
+def to_utf16(code_points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Encode code points as UTF-16 units.
+
+    Parameters
+    ----------
+    code_points : ndarray, shape (m,), dtype uint32
+
+    Returns
+    -------
+    units : ndarray, dtype uint32
+        The code units (an astral code point becomes a surrogate pair).
+    unit_starts : ndarray, shape (m + 1,), dtype int64
+        Where each code point starts in ``units``; the last entry is ``units.size``.
+    """
+    astral = code_points > 0xFFFF
+    unit_starts = np.arange(code_points.size + 1, dtype=np.int64)
+    if not astral.any():
+        return code_points, unit_starts
+    unit_starts[1:] = np.cumsum(1 + astral)
+    units = np.empty(int(unit_starts[-1]), dtype=np.uint32)
+    units[unit_starts[:-1]] = code_points
+    offset = code_points[astral] - 0x10000
+    high_at = unit_starts[:-1][astral]
+    units[high_at] = 0xD800 + (offset >> 10)
+    units[high_at + 1] = 0xDC00 + (offset & 0x3FF)
+    return units, unit_starts
+
+
+def tokenize(texts: Sequence[str], *, lowercase: bool = True) -> Tokens:
+    """Split a batch of texts into word tokens.
+
+    Parameters
+    ----------
+    texts : sequence of str
+        The documents.
+    lowercase : bool
+        Map every code point through the shipped simple lower-case table first.
+
+    Returns
+    -------
+    Tokens
+        Tokens in document order.
+    """
+    tables = load_tables()
+    code_points, doc_starts = _code_points(texts)
+    is_word = tables.word[code_points]
+    if lowercase:
+        code_points = tables.lower[code_points]
+    edges = np.diff(is_word.view(np.int8), prepend=np.int8(0), append=np.int8(0))
+    starts = np.flatnonzero(edges == 1)
+    lengths = np.flatnonzero(edges == -1) - starts
+    doc = np.searchsorted(doc_starts, starts, side="right") - 1
+    return Tokens(code_points, starts, lengths, doc, len(texts))
+
+
+def _doc_ranges(doc: np.ndarray, n_docs: int) -> tuple[np.ndarray, np.ndarray]:
+    """Return the first item index and the item count of each document (items sorted by doc)."""
+    counts = np.bincount(doc, minlength=n_docs).astype(np.int64)
+    first = np.zeros(n_docs, dtype=np.int64)
+    np.cumsum(counts[:-1], out=first[1:])
+    return first, counts
+
+
+def _windows(
+    first: np.ndarray, counts: np.ndarray, n: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Windows of ``n`` consecutive items per document, or one window over a shorter document.
+
+    Returns each window's first item, its length in items (``min(n, count)``) and its document.
+    """
+    per_doc = np.where(counts >= n, counts - n + 1, np.minimum(counts, 1))
+    doc = np.repeat(np.arange(counts.size, dtype=np.int64), per_doc)
+    doc_first_window = np.cumsum(per_doc) - per_doc
+    rank = np.arange(doc.size, dtype=np.int64) - doc_first_window[doc]
+    return first[doc] + rank, np.minimum(counts, n)[doc], doc
+
+
+def _fnv1a_spans(code_points: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """FNV-1a states of code-point spans, hashed over their UTF-16 units."""
+    units, unit_starts = to_utf16(code_points)
+    unit_first = unit_starts[starts]
+    basis = np.full(starts.size, FNV_OFFSET_BASIS, dtype=np.uint32)
+    return fnv1a_continue(basis, units, unit_first, unit_starts[starts + lengths] - unit_first)
+
+
+def word_ngram_states(tokens: Tokens, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """FNV-1a states of word n-grams (tokens joined by single spaces).
+
+    Parameters
+    ----------
+    tokens : Tokens
+        A tokenized batch.
+    n : int
+        Tokens per shingle.
+
+    Returns
+    -------
+    states : ndarray, dtype uint32
+        One per feature occurrence.
+    doc : ndarray, dtype int64
+        The document of each feature, non-decreasing.
+    """
+    if n == 1:
+        return _fnv1a_spans(tokens.code_points, tokens.starts, tokens.lengths), tokens.doc
+    first, span, doc = _windows(*_doc_ranges(tokens.doc, tokens.n_docs), n)
+    units, unit_starts = to_utf16(tokens.code_points)
+    token_first = unit_starts[tokens.starts]
+    token_units = unit_starts[tokens.starts + tokens.lengths] - token_first
+    states = np.full(first.size, FNV_OFFSET_BASIS, dtype=np.uint32)
+    states = fnv1a_continue(states, units, token_first[first], token_units[first])
+    for j in range(1, n):
+        more = np.flatnonzero(span > j)
+        joined = fnv1a_step(states[more], np.uint32(SPACE))
+        token = first[more] + j
+        states[more] = fnv1a_continue(joined, units, token_first[token], token_units[token])
+    return states, doc
+
+
+def normalized_text(tokens: Tokens) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each document's tokens joined by single spaces, for the whole batch.
+
+    Returns
+    -------
+    code_points : ndarray, dtype uint32
+        The normalized documents, concatenated.
+    first, counts : ndarray, shape (n_docs,), dtype int64
+        Where each normalized document starts and how many code points it has.
+    """
+    token_first, token_count = _doc_ranges(tokens.doc, tokens.n_docs)
+    separator = np.ones(tokens.doc.size, dtype=np.int64)
+    separator[token_first[token_count > 0]] = 0
+    segment = tokens.lengths + separator
+    text_start = np.cumsum(segment) - tokens.lengths
+    normalized = np.full(int(segment.sum()), SPACE, dtype=np.uint32)
+    rank = np.arange(int(tokens.lengths.sum()), dtype=np.int64)
+    rank -= np.repeat(np.cumsum(tokens.lengths) - tokens.lengths, tokens.lengths)
+    normalized[np.repeat(text_start, tokens.lengths) + rank] = tokens.code_points[
+        np.repeat(tokens.starts, tokens.lengths) + rank
+    ]
+    first = np.zeros(tokens.n_docs, dtype=np.int64)
+    counts = np.zeros(tokens.n_docs, dtype=np.int64)
+    has_tokens = token_count > 0
+    first_token = token_first[has_tokens]
+    last_token = first_token + token_count[has_tokens] - 1
+    first[has_tokens] = text_start[first_token]
+    counts[has_tokens] = text_start[last_token] + tokens.lengths[last_token] - first[has_tokens]
+    return normalized, first, counts
+
+
+def char_ngram_states(tokens: Tokens, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """FNV-1a states of character n-grams of each document's normalized text.
+
+    Parameters
+    ----------
+    tokens : Tokens
+        A tokenized batch.
+    n : int
+        Code points per n-gram.
+
+    Returns
+    -------
+    states : ndarray, dtype uint32
+        One per feature occurrence.
+    doc : ndarray, dtype int64
+        The document of each feature, non-decreasing.
+    """
+    normalized, first, counts = normalized_text(tokens)
+    start, span, doc = _windows(first, counts, n)
+    return _fnv1a_spans(normalized, start, span), doc
+
+
+def _offsets(doc: np.ndarray, n_docs: int) -> np.ndarray:
+    """CSR row starts for items sorted by document."""
+    offsets = np.zeros(n_docs + 1, dtype=np.int64)
+    np.cumsum(np.bincount(doc, minlength=n_docs), out=offsets[1:])
+    return offsets
+
+
+def _count_per_document(states: np.ndarray, doc: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Merge repeated features of a document: distinct (doc, state) pairs and their counts."""
+    keys = (doc.astype(np.uint64) << np.uint64(32)) | states.astype(np.uint64)
+    distinct, counts = np.unique(keys, return_counts=True)
+    return (
+        (distinct & np.uint64(0xFFFFFFFF)).astype(np.uint32),
+        (distinct >> np.uint64(32)).astype(np.int64),
+        counts,
+    )
+
+
+def _check_texts(texts: Sequence[Any], first_index: int) -> None:
+    """Raise TypeError naming the first document that is not a str."""
+    for position, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise TypeError(
+                f"document {first_index + position}: expected text (str), got {type(text).__name__}"
+            )
+
+
+@dataclass
+class _DocumentFrequencies:
+    """Fitted document frequencies: sorted feature states, their df, and the corpus size."""
+
+    states: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint32))
+    df: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    n_docs: int = 0
+
+    def add(self, states: np.ndarray, n_docs: int) -> None:
+        """Count one batch's distinct (document, feature) states into the frequencies."""
+        merged = np.concatenate([self.states, states])
+        weights = np.concatenate([self.df, np.ones(states.size, dtype=np.int64)])
+        self.states, inverse = np.unique(merged, return_inverse=True)
+        self.df = np.bincount(inverse, weights=weights, minlength=self.states.size).astype(np.int64)
+        self.n_docs += n_docs
+
+    def idf(self, states: np.ndarray) -> np.ndarray:
+        """Smooth idf ``ln((1 + N) / (1 + df)) + 1`` of each state (df = 0 when unseen)."""
+        df = np.zeros(states.size, dtype=np.int64)
+        if self.states.size:
+            at = np.minimum(np.searchsorted(self.states, states), self.states.size - 1)
+            found = self.states[at] == states
+            df[found] = self.df[at[found]]
+        return np.log((1.0 + self.n_docs) / (1.0 + df)) + 1.0
+
+
+class TextFeaturizer:
+    """Turn raw text into weighted feature vectors.
+
+    Parameters
+    ----------
+    analyzer : {"word", "char"}
+        Word n-grams (shingles of tokens) or character n-grams of the normalized text.
+    ngram : int
+        n, at least 1.
+    weighting : {"count", "binary", "logtf", "tfidf"}
+        Raw counts (the seed's TF), presence only, ``1 + ln(count)``, or ``count * idf`` with
+        scikit-learn's smooth idf, which needs ``fit`` first.
+    lowercase : bool
+        Lower-case with the shipped simple case table before tokenizing.
+
+    Raises
+    ------
+    ValueError
+        An unknown analyzer or weighting, or ``ngram < 1``.
+
+    Examples
+    --------
+    >>> TextFeaturizer().features("The cat saw the CAT.")
+    {'the': 2.0, 'cat': 2.0, 'saw': 1.0}
+    >>> TextFeaturizer(ngram=2).features("a b c")
+    {'a b': 1.0, 'b c': 1.0}
+    >>> TextFeaturizer(analyzer="char", ngram=3, weighting="binary").features("Ab  ab")
+    {'ab ': 1.0, 'b a': 1.0, ' ab': 1.0}
+    """
+
+    def __init__(
+        self,
+        analyzer: str = "word",
+        ngram: int = 1,
+        weighting: str = "count",
+        *,
+        lowercase: bool = True,
+    ) -> None:
+        if analyzer not in ANALYZERS:
+            raise ValueError(f"analyzer must be one of {ANALYZERS}, got {analyzer!r}")
+        if weighting not in WEIGHTINGS:
+            raise ValueError(f"weighting must be one of {WEIGHTINGS}, got {weighting!r}")
+        if isinstance(ngram, bool) or not isinstance(ngram, int) or ngram < 1:
+            raise ValueError(f"ngram must be an integer >= 1, got {ngram!r}")
+        self.analyzer = analyzer
+        self.ngram = ngram
+        self.weighting = weighting
+        self.lowercase = bool(lowercase)
+        self._frequencies: _DocumentFrequencies | None = None
+
+    def __repr__(self) -> str:
+        """Show the configuration."""
+        return (
+            f"TextFeaturizer(analyzer={self.analyzer!r}, ngram={self.ngram}, "
+            f"weighting={self.weighting!r}, lowercase={self.lowercase})"
+        )
+
+    @property
+    def is_fitted(self) -> bool:
+        """Whether document frequencies are available (always true unless weighting is tfidf)."""
+        return self.weighting != "tfidf" or self._frequencies is not None
+
+    def fit(self, texts: Iterable[str], *, batch_size: int = 100_000) -> TextFeaturizer:
+        """Fit document frequencies for ``tfidf`` weighting.
+
+        Parameters
+        ----------
+        texts : iterable of str
+            The corpus, consumed in batches of ``batch_size``.
+        batch_size : int
+            Documents per batch.
+
+        Returns
+        -------
+        TextFeaturizer
+            ``self``.
+        """
+        frequencies = _DocumentFrequencies()
+        seen = 0
+        for chunk in chunks(texts, batch_size):
+            _check_texts(chunk, seen)
+            states, _, _ = _count_per_document(*self._feature_occurrences(chunk))
+            frequencies.add(states, len(chunk))
+            seen += len(chunk)
+        self._frequencies = frequencies
+        return self
+
+    def _feature_occurrences(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """States and documents of every feature occurrence in a batch."""
+        tokens = tokenize(texts, lowercase=self.lowercase)
+        if self.analyzer == "word":
+            return word_ngram_states(tokens, self.ngram)
+        return char_ngram_states(tokens, self.ngram)
+
+    def _check_fitted(self) -> _DocumentFrequencies | None:
+        if not self.is_fitted:
+            raise ValueError("tfidf weighting needs document frequencies: call fit(texts) first")
+        return self._frequencies
+
+    def weigh(self, counts: np.ndarray, states: np.ndarray) -> np.ndarray:
+        """Weights of distinct features of a document from their counts.
+
+        Parameters
+        ----------
+        counts : ndarray, dtype int64
+            How often each feature occurs in its document.
+        states : ndarray, dtype uint32
+            The features' states (for idf).
+
+        Returns
+        -------
+        ndarray, dtype float64
+        """
+        frequencies = self._check_fitted()
+        counts = counts.astype(np.float64)
+        if self.weighting == "count":
+            return counts
+        if self.weighting == "binary":
+            return np.ones_like(counts)
+        if self.weighting == "logtf":
+            return 1.0 + np.log(counts)
+        assert frequencies is not None  # tfidf is fitted: _check_fitted raised otherwise
+        return counts * frequencies.idf(states)
+
+    def transform(self, texts: Sequence[str], *, first_index: int = 0) -> FeatureBatch:
+        """Featurize a batch of texts.
+
+        Parameters
+        ----------
+        texts : sequence of str
+            The documents.
+        first_index : int
+            Position of ``texts[0]`` in the caller's whole input, for error messages.
+
+        Returns
+        -------
+        FeatureBatch
+            With ``count`` weighting, one entry per occurrence and ``weights=None``; otherwise one
+            entry per distinct feature of each document.
+
+        Raises
+        ------
+        TypeError
+            A document that is not a str.
+        ValueError
+            ``tfidf`` weighting before ``fit``.
+        """
+        _check_texts(texts, first_index)
+        self._check_fitted()
+        states, doc = self._feature_occurrences(texts)
+        if self.weighting == "count":
+            return FeatureBatch(states, _offsets(doc, len(texts)), None)
+        states, doc, counts = _count_per_document(states, doc)
+        return FeatureBatch(states, _offsets(doc, len(texts)), self.weigh(counts, states))
+
+    def features(self, text: str) -> dict[str, float]:
+        """Featurize one text in plain Python: the readable definition of ``transform``.
+
+        Parameters
+        ----------
+        text : str
+            One document.
+
+        Returns
+        -------
+        dict of str to float
+            Feature strings and weights, in order of first occurrence.
+        """
+        _check_texts([text], 0)
+        tables = load_tables()
+        chars = [chr(tables.lower[ord(c)]) if self.lowercase else c for c in text]
+        words = "".join(c if tables.word[ord(c)] else " " for c in chars).split(" ")
+        tokens = [w for w in words if w]
+        if self.analyzer == "word":
+            items = tokens
+        else:
+            normalized = " ".join(tokens)
+            items = list(normalized)
+        n = self.ngram
+        joiner = " " if self.analyzer == "word" else ""
+        if len(items) >= n:
+            grams = [joiner.join(items[i : i + n]) for i in range(len(items) - n + 1)]
+        else:
+            grams = [joiner.join(items)] if items else []
+        counts = Counter(grams)
+        counted = np.array(list(counts.values()), dtype=np.int64)
+        weights = self.weigh(counted, feature_states(list(counts)))
+        return dict(zip(counts, weights.tolist(), strict=True))
+
+    def to_config(self) -> dict[str, Any]:
+        """Return the configuration (and fitted frequencies) as JSON-safe data.
+
+        Returns
+        -------
+        dict
+            Accepted by ``from_config``.
+        """
+        config: dict[str, Any] = {
+            "version": CONFIG_VERSION,
+            "analyzer": self.analyzer,
+            "ngram": self.ngram,
+            "weighting": self.weighting,
+            "lowercase": self.lowercase,
+            "document_frequencies": None,
+        }
+        if self._frequencies is not None:
+            config["document_frequencies"] = {
+                "n_docs": self._frequencies.n_docs,
+                "states": self._frequencies.states.tolist(),
+                "df": self._frequencies.df.tolist(),
+            }
+        return config
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any]) -> TextFeaturizer:
+        """Rebuild a featurizer from ``to_config`` output.
+
+        Parameters
+        ----------
+        config : dict
+            A configuration.
+
+        Returns
+        -------
+        TextFeaturizer
+
+        Raises
+        ------
+        ValueError
+            An unknown version, a missing key or inconsistent frequencies.
+        """
+        if not isinstance(config, dict) or config.get("version") != CONFIG_VERSION:
+            raise ValueError(f"featurizer config must be a dict with version {CONFIG_VERSION}")
+        try:
+            featurizer = cls(
+                config["analyzer"],
+                config["ngram"],
+                config["weighting"],
+                lowercase=config["lowercase"],
+            )
+            stored = config["document_frequencies"]
+        except KeyError as missing:
+            raise ValueError(f"featurizer config lacks the key {missing}") from None
+        if stored is not None:
+            states = np.asarray(stored["states"], dtype=np.uint32)
+            df = np.asarray(stored["df"], dtype=np.int64)
+            if states.shape != df.shape or np.any(np.diff(states.astype(np.int64)) <= 0):
+                raise ValueError("featurizer config has inconsistent document frequencies")
+            featurizer._frequencies = _DocumentFrequencies(states, df, int(stored["n_docs"]))
+        return featurizer
