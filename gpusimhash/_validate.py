@@ -1,0 +1,149 @@
+"""Checks at the public boundary, shared by every engine so they raise identical errors."""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import numpy as np
+
+MIN_BITS = 8
+MAX_BITS = 4096
+DEVICES = ("auto", "cpu", "gpu")
+
+
+def _integer(value: Any, name: str) -> int:
+    """Return ``value`` as an int, refusing bools, floats and other kinds."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
+    return int(value)
+
+
+def bits(value: Any) -> int:
+    """Validate a fingerprint length.
+
+    Parameters
+    ----------
+    value : int
+        A multiple of 8 in ``[8, 4096]``.
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    TypeError
+        Not an integer.
+    ValueError
+        Out of range or not a multiple of 8.
+    """
+    value = _integer(value, "bits")
+    if value % 8 or not MIN_BITS <= value <= MAX_BITS:
+        raise ValueError(f"bits must be a multiple of 8 in [{MIN_BITS}, {MAX_BITS}], got {value}")
+    return value
+
+
+def seed(value: Any) -> int:
+    """Validate a global seed: an integer in ``[0, 2**32)``.
+
+    Parameters
+    ----------
+    value : int
+        The seed.
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    TypeError
+        Not an integer.
+    ValueError
+        Out of range.
+    """
+    value = _integer(value, "seed")
+    if not 0 <= value < 2**32:
+        raise ValueError(f"seed must be in [0, 2**32), got {value}")
+    return value
+
+
+def positive_integer(value: Any, name: str) -> int:
+    """Validate an integer >= 1 (a batch size, a block count).
+
+    Parameters
+    ----------
+    value : int
+        The value.
+    name : str
+        Its argument name, for the message.
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    TypeError
+        Not an integer.
+    ValueError
+        Less than 1.
+    """
+    value = _integer(value, name)
+    if value < 1:
+        raise ValueError(f"{name} must be >= 1, got {value}")
+    return value
+
+
+def device(value: Any) -> str:
+    """Validate a device name: ``"auto"``, ``"cpu"`` or ``"gpu"``.
+
+    Parameters
+    ----------
+    value : str
+        The device.
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    ValueError
+        Any other value.
+    """
+    if value not in DEVICES:
+        raise ValueError(f"device must be one of {DEVICES}, got {value!r}")
+    return str(value)
+
+
+def codes(value: Any, name: str = "codes") -> np.ndarray:
+    """Validate packed fingerprints: a 2-D uint8 array with at least one byte per row.
+
+    Parameters
+    ----------
+    value : array_like
+        Packed codes, shape ``(n, bits // 8)``; a single 1-D code is taken as one row.
+    name : str
+        Argument name, for the message.
+
+    Returns
+    -------
+    ndarray, shape (n, bits // 8), dtype uint8, C-contiguous
+
+    Raises
+    ------
+    TypeError
+        Not a uint8 array (codes are never cast: a view and a value cast mean different things).
+    ValueError
+        Not 1-D or 2-D, or zero bytes wide.
+    """
+    array = np.asarray(value)
+    if array.dtype != np.uint8:
+        raise TypeError(f"{name} must be packed uint8 codes, got dtype {array.dtype}")
+    if array.ndim == 1:
+        array = array[np.newaxis, :]
+    if array.ndim != 2 or array.shape[1] == 0:
+        raise ValueError(f"{name} must have shape (n, bits // 8), got {array.shape}")
+    return np.ascontiguousarray(array)
