@@ -1,0 +1,191 @@
+"""Operations on packed fingerprints: Hamming distance, cosine estimate, block candidates.
+
+Codes are ``uint8`` arrays of shape ``(n, bits // 8)``, bit ``i`` in byte ``i // 8`` at position
+``i % 8`` (least significant first), the layout ``fingerprint`` returns and FAISS reads.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpusimhash import _validate
+
+# Rows of the left operand per chunk in hamming_matrix: bounds the (chunk, m, words) temporary.
+_MATRIX_CHUNK_ELEMENTS = 1 << 24
+
+
+def _words(codes: np.ndarray) -> np.ndarray:
+    """View codes as uint64 words, zero-padding each row to a multiple of 8 bytes."""
+    width = codes.shape[1]
+    padded_width = -(-width // 8) * 8
+    if padded_width != width:
+        padded = np.zeros((codes.shape[0], padded_width), dtype=np.uint8)
+        padded[:, :width] = codes
+        codes = padded
+    return np.ascontiguousarray(codes).view(np.uint64)
+
+
+def _same_width(a: np.ndarray, b: np.ndarray) -> None:
+    if a.shape[1] != b.shape[1]:
+        raise ValueError(
+            f"codes must have the same width, got {a.shape[1]} and {b.shape[1]} bytes per row"
+        )
+
+
+def hamming(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Hamming distance between corresponding rows (broadcasting a single row).
+
+    Parameters
+    ----------
+    a, b : ndarray, shape (n, bits // 8) or (bits // 8,), dtype uint8
+        Packed codes; ``n`` must match or be 1.
+
+    Returns
+    -------
+    ndarray, shape (n,), dtype int32
+
+    Raises
+    ------
+    TypeError
+        Codes that are not uint8.
+    ValueError
+        Different widths or row counts.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> hamming(np.array([[0b1011, 0]], np.uint8), np.array([[0b0001, 1]], np.uint8))
+    array([3], dtype=int32)
+    """
+    a, b = _validate.codes(a, "a"), _validate.codes(b, "b")
+    _same_width(a, b)
+    if a.shape[0] != b.shape[0] and 1 not in (a.shape[0], b.shape[0]):
+        raise ValueError(f"row counts differ: {a.shape[0]} and {b.shape[0]}")
+    return np.bitwise_count(_words(a) ^ _words(b)).sum(axis=1, dtype=np.int32)
+
+
+def hamming_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Hamming distance between every row of ``a`` and every row of ``b``.
+
+    Parameters
+    ----------
+    a : ndarray, shape (n, bits // 8), dtype uint8
+    b : ndarray, shape (m, bits // 8), dtype uint8
+
+    Returns
+    -------
+    ndarray, shape (n, m), dtype int32
+
+    Raises
+    ------
+    TypeError
+        Codes that are not uint8.
+    ValueError
+        Different widths.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> hamming_matrix(np.array([[0], [255]], np.uint8), np.array([[1], [3], [255]], np.uint8))
+    array([[1, 2, 8],
+           [7, 6, 0]], dtype=int32)
+    """
+    a, b = _validate.codes(a, "a"), _validate.codes(b, "b")
+    _same_width(a, b)
+    left, right = _words(a), _words(b)
+    out = np.empty((left.shape[0], right.shape[0]), dtype=np.int32)
+    rows = max(1, _MATRIX_CHUNK_ELEMENTS // max(1, right.size))
+    for start in range(0, left.shape[0], rows):
+        block = left[start : start + rows, np.newaxis, :] ^ right[np.newaxis, :, :]
+        out[start : start + rows] = np.bitwise_count(block).sum(axis=2, dtype=np.int32)
+    return out
+
+
+def estimate_cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Estimate the cosine similarity of the vectors behind two sets of codes: cos(pi * d / bits).
+
+    Parameters
+    ----------
+    a, b : ndarray, shape (n, bits // 8) or (bits // 8,), dtype uint8
+        Packed codes, compared row by row as in ``hamming``.
+
+    Returns
+    -------
+    ndarray, shape (n,), dtype float64
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> estimate_cosine(np.zeros((1, 4), np.uint8), np.zeros((1, 4), np.uint8))
+    array([1.])
+    """
+    a = _validate.codes(a, "a")
+    bits = a.shape[1] * 8
+    return np.cos(np.pi * hamming(a, b) / bits)
+
+
+def _pairs_within_groups(order: np.ndarray, group_sizes: np.ndarray) -> np.ndarray:
+    """Every pair of items that share a group, items listed group by group in ``order``."""
+    group_first = np.cumsum(group_sizes) - group_sizes
+    position = np.arange(order.size, dtype=np.int64)
+    partners = np.repeat(group_first + group_sizes, group_sizes) - position - 1
+    left = np.repeat(position, partners)
+    rank = np.arange(left.size, dtype=np.int64) - np.repeat(
+        np.cumsum(partners) - partners, partners
+    )
+    right = left + 1 + rank
+    first, second = order[left], order[right]
+    return np.stack([np.minimum(first, second), np.maximum(first, second)], axis=1)
+
+
+def candidates(codes: np.ndarray, num_blocks: int) -> np.ndarray:
+    """Every pair of codes that agrees exactly on at least one of ``num_blocks`` equal blocks.
+
+    The seed's blocking: split each fingerprint into equal blocks of consecutive bits, group the
+    codes by each block's value, and collect the pairs inside every group, each pair once.
+
+    Parameters
+    ----------
+    codes : ndarray, shape (n, bits // 8), dtype uint8
+        Packed codes.
+    num_blocks : int
+        Number of blocks; must divide ``bits``.
+
+    Returns
+    -------
+    pairs : ndarray, shape (m, 2), dtype int64
+        ``(i, j)`` with ``i < j``, sorted, no repeats.
+
+    Raises
+    ------
+    ValueError
+        ``num_blocks`` does not divide the number of bits, or is < 1.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> codes = np.array([[0x0F], [0x1F], [0xF0]], np.uint8)
+    >>> candidates(codes, 2)  # low nibbles of 0 and 1 agree; high nibbles of 1 and 2 differ
+    array([[0, 1]])
+    """
+    codes = _validate.codes(codes)
+    num_blocks = _validate.positive_integer(num_blocks, "num_blocks")
+    bits = codes.shape[1] * 8
+    if bits % num_blocks:
+        raise ValueError(f"num_blocks={num_blocks} does not divide bits={bits}")
+    block_bits = bits // num_blocks
+    unpacked = np.unpackbits(codes, axis=1, bitorder="little")
+    found = []
+    for block in range(num_blocks):
+        values = np.packbits(unpacked[:, block * block_bits : (block + 1) * block_bits], axis=1)
+        keys = np.ascontiguousarray(values).view(np.dtype((np.void, values.shape[1]))).ravel()
+        order = np.argsort(keys, kind="stable")
+        _, group_sizes = np.unique(keys[order], return_counts=True)
+        shared = group_sizes > 1
+        if shared.any():
+            keep = np.repeat(shared, group_sizes)
+            found.append(_pairs_within_groups(order[keep], group_sizes[shared]))
+    if not found:
+        return np.zeros((0, 2), dtype=np.int64)
+    pairs = np.concatenate(found).astype(np.int64)
+    return np.unique(pairs, axis=0)
