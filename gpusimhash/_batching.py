@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TypeVar
 
 Item = TypeVar("Item")
@@ -28,6 +28,10 @@ def chunks(items: Iterable[Item], size: int) -> Iterator[list[Item]]:
     >>> list(chunks(range(5), 2))
     [[0, 1], [2, 3], [4]]
     """
+    if isinstance(items, Sequence):
+        for start in range(0, len(items), size):
+            yield list(items[start : start + size])
+        return
     chunk: list[Item] = []
     for item in items:
         chunk.append(item)

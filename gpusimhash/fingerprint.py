@@ -80,13 +80,18 @@ def _batches(
             "vectors must be a sequence or iterable of documents, a scipy sparse matrix with "
             f"vocabulary=, got {type(vectors).__name__}"
         )
-    documents = iter(vectors)
-    head = list(itertools.islice(documents, 1))
-    if not head:
-        return
-    kind = _input_kind(head[0])
+    if isinstance(vectors, Sequence):
+        if not len(vectors):
+            return
+        kind, documents = _input_kind(vectors[0]), vectors
+    else:
+        iterator = iter(vectors)
+        head = list(itertools.islice(iterator, 1))
+        if not head:
+            return
+        kind, documents = _input_kind(head[0]), itertools.chain(head, iterator)
     first = 0
-    for chunk in chunks(itertools.chain(head, documents), batch_size):
+    for chunk in chunks(documents, batch_size):
         if kind == "text":
             yield "text", first, chunk
         else:

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpusimhash._jit import fnv1a_spans
+
 FNV_OFFSET_BASIS = np.uint32(0x811C9DC5)
 FNV_PRIME = np.uint32(0x01000193)
 MAX_SEED = 2**32
@@ -43,16 +45,16 @@ def fnv1a_continue(
 ) -> np.ndarray:
     """Run FNV-1a over many strings at once, each from its own starting state.
 
-    String ``k`` is ``units[starts[k] : starts[k] + lengths[k]]``. The loop runs over positions
-    within a string (up to the longest), vectorized over strings, so its cost is the total number
-    of code units plus one NumPy call per position.
+    String ``k`` is ``units[starts[k] : starts[k] + lengths[k]]``; the loop over its units is
+    compiled (``_jit.fnv1a_spans``), so the cost is one multiply per code unit. ``units`` may
+    also hold code points: one above U+FFFF is hashed as its UTF-16 surrogate pair.
 
     Parameters
     ----------
     states : ndarray, shape (m,), dtype uint32
         Starting state of each string (``FNV_OFFSET_BASIS`` for a fresh hash).
     units : ndarray, shape (total,), dtype uint16 or uint32
-        UTF-16 code units of all strings.
+        UTF-16 code units (or code points) of all strings.
     starts, lengths : ndarray, shape (m,), dtype int64
         Where each string begins in ``units`` and how many units it has.
 
@@ -60,21 +62,22 @@ def fnv1a_continue(
     -------
     ndarray, shape (m,), dtype uint32
         The state after each string.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> units = utf16_units("abc")
+    >>> start = np.full(2, FNV_OFFSET_BASIS, np.uint32)
+    >>> hashes = fnv1a_continue(start, units, np.array([0, 1]), np.array([1, 2]))
+    >>> [hex(h) for h in hashes.tolist()] == [hex(int(feature_states([s])[0])) for s in ("a", "bc")]
+    True
     """
-    states = np.array(states, dtype=np.uint32, copy=True)
-    if states.size == 0:
-        return states
-    order = np.argsort(-lengths, kind="stable")
-    sorted_lengths = lengths[order]
-    sorted_starts = starts[order]
-    sorted_states = states[order]
-    # the strings longer than p are a prefix of the length-descending order
-    active_counts = np.searchsorted(-sorted_lengths, -np.arange(int(sorted_lengths[0])), "left")
-    for position, count in enumerate(active_counts.tolist()):
-        head = sorted_states[:count]
-        sorted_states[:count] = fnv1a_step(head, units[sorted_starts[:count] + position])
-    states[order] = sorted_states
-    return states
+    return fnv1a_spans(
+        np.ascontiguousarray(states, dtype=np.uint32),
+        np.ascontiguousarray(units, dtype=np.uint32),
+        np.ascontiguousarray(starts, dtype=np.int64),
+        np.ascontiguousarray(lengths, dtype=np.int64),
+    )
 
 
 def utf16_units(text: str) -> np.ndarray:

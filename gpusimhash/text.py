@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from gpusimhash._batching import chunks
+from gpusimhash._jit import word_runs
 from gpusimhash.features import FeatureBatch
 from gpusimhash.hashing import FNV_OFFSET_BASIS, feature_states, fnv1a_continue, fnv1a_step
 from gpusimhash.unicode_tables import load_tables
@@ -60,34 +61,6 @@ def _code_points(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     return code_points, doc_starts
 
 
-def to_utf16(code_points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Encode code points as UTF-16 units.
-
-    Parameters
-    ----------
-    code_points : ndarray, shape (m,), dtype uint32
-
-    Returns
-    -------
-    units : ndarray, dtype uint32
-        The code units (an astral code point becomes a surrogate pair).
-    unit_starts : ndarray, shape (m + 1,), dtype int64
-        Where each code point starts in ``units``; the last entry is ``units.size``.
-    """
-    astral = code_points > 0xFFFF
-    unit_starts = np.arange(code_points.size + 1, dtype=np.int64)
-    if not astral.any():
-        return code_points, unit_starts
-    unit_starts[1:] = np.cumsum(1 + astral)
-    units = np.empty(int(unit_starts[-1]), dtype=np.uint32)
-    units[unit_starts[:-1]] = code_points
-    offset = code_points[astral] - 0x10000
-    high_at = unit_starts[:-1][astral]
-    units[high_at] = 0xD800 + (offset >> 10)
-    units[high_at + 1] = 0xDC00 + (offset & 0x3FF)
-    return units, unit_starts
-
-
 def tokenize(texts: Sequence[str], *, lowercase: bool = True) -> Tokens:
     """Split a batch of texts into word tokens.
 
@@ -108,10 +81,7 @@ def tokenize(texts: Sequence[str], *, lowercase: bool = True) -> Tokens:
     is_word = tables.word[code_points]
     if lowercase:
         code_points = tables.lower[code_points]
-    edges = np.diff(is_word.view(np.int8), prepend=np.int8(0), append=np.int8(0))
-    starts = np.flatnonzero(edges == 1)
-    lengths = np.flatnonzero(edges == -1) - starts
-    doc = np.searchsorted(doc_starts, starts, side="right") - 1
+    starts, lengths, doc = word_runs(is_word, doc_starts)
     return Tokens(code_points, starts, lengths, doc, len(texts))
 
 
@@ -139,10 +109,8 @@ def _windows(
 
 def _fnv1a_spans(code_points: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """FNV-1a states of code-point spans, hashed over their UTF-16 units."""
-    units, unit_starts = to_utf16(code_points)
-    unit_first = unit_starts[starts]
     basis = np.full(starts.size, FNV_OFFSET_BASIS, dtype=np.uint32)
-    return fnv1a_continue(basis, units, unit_first, unit_starts[starts + lengths] - unit_first)
+    return fnv1a_continue(basis, code_points, starts, lengths)
 
 
 def word_ngram_states(tokens: Tokens, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -165,16 +133,14 @@ def word_ngram_states(tokens: Tokens, n: int) -> tuple[np.ndarray, np.ndarray]:
     if n == 1:
         return _fnv1a_spans(tokens.code_points, tokens.starts, tokens.lengths), tokens.doc
     first, span, doc = _windows(*_doc_ranges(tokens.doc, tokens.n_docs), n)
-    units, unit_starts = to_utf16(tokens.code_points)
-    token_first = unit_starts[tokens.starts]
-    token_units = unit_starts[tokens.starts + tokens.lengths] - token_first
-    states = np.full(first.size, FNV_OFFSET_BASIS, dtype=np.uint32)
-    states = fnv1a_continue(states, units, token_first[first], token_units[first])
+    states = _fnv1a_spans(tokens.code_points, tokens.starts[first], tokens.lengths[first])
     for j in range(1, n):
         more = np.flatnonzero(span > j)
         joined = fnv1a_step(states[more], np.uint32(SPACE))
         token = first[more] + j
-        states[more] = fnv1a_continue(joined, units, token_first[token], token_units[token])
+        states[more] = fnv1a_continue(
+            joined, tokens.code_points, tokens.starts[token], tokens.lengths[token]
+        )
     return states, doc
 
 

@@ -164,5 +164,8 @@ def sparse_batches(matrix: Any, vocabulary: Sequence[str], batch_size: int):
         rows = csr[first : first + batch_size]
         values = rows.data.astype(np.float64)
         offsets = (rows.indptr - rows.indptr[0]).astype(np.int64)
-        _check_finite(values, offsets, lambda entry: vocabulary[rows.indices[entry]], first)
+        columns = rows.indices
+        _check_finite(
+            values, offsets, lambda entry, columns=columns: vocabulary[columns[entry]], first
+        )
         yield first, FeatureBatch(states[rows.indices], offsets, values)
