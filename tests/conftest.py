@@ -1,0 +1,27 @@
+"""Shared test setup: skip GPU tests where no device answers; build the emulated kernels once."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpusimhash import _backend
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Skip ``gpu``-marked tests cleanly when CuPy or a CUDA device is missing."""
+    if _backend.gpu_available():
+        return
+    skip = pytest.mark.skip(reason="needs CuPy and a CUDA device")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def emulated_kernels(tmp_path_factory: pytest.TempPathFactory):
+    """The kernels compiled by g++ with the CUDA emulation header (once per session)."""
+    from cuda_emu import emulator
+
+    if emulator.compiler() is None:
+        pytest.skip("g++ is not installed")
+    return emulator.build(tmp_path_factory.mktemp("cuda_emu"))
