@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import settings
 
 from gpusimhash import _backend
+
+# Compiled loops make a test's first example slower than the rest: no per-example deadline.
+settings.register_profile("gpusimhash", deadline=None)
+settings.load_profile("gpusimhash")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
