@@ -86,3 +86,35 @@ def to_host(array: Any) -> np.ndarray:
     if is_device_array(array):
         return array.get()
     return np.asarray(array)
+
+
+def array_module(*arrays: Any) -> ModuleType:
+    """Return the module (numpy or cupy) that holds the given arrays (None entries are skipped).
+
+    Parameters
+    ----------
+    *arrays : ndarray, cupy.ndarray or None
+        Arrays that must all live on the same side.
+
+    Returns
+    -------
+    module
+        ``cupy`` when the arrays are CuPy arrays, else ``numpy``.
+
+    Raises
+    ------
+    TypeError
+        NumPy and CuPy arrays mixed.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> array_module(np.zeros(2), None).__name__
+    'numpy'
+    """
+    on_device = {is_device_array(a) for a in arrays if a is not None}
+    if len(on_device) > 1:
+        raise TypeError("arrays must all be NumPy or all be CuPy, got a mix of both")
+    if on_device == {True}:
+        return cupy_module()
+    return np

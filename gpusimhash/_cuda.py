@@ -141,7 +141,7 @@ def grid_size(n_items: int, threads_per_block: int, max_blocks: int) -> int:
 
 
 def _exclusive_cumsum(xp: ModuleType, counts: Any) -> Any:
-    """Starts of consecutive groups of the given sizes (int64)."""
+    """Return the starts of consecutive groups of the given sizes (int64)."""
     starts = xp.zeros(counts.size, dtype=xp.int64)
     if counts.size > 1:
         starts[1:] = xp.cumsum(counts[:-1])
@@ -271,14 +271,32 @@ class Engine:
             self.launch(
                 "simhash_max_abs",
                 n_tasks,
-                (weights, offsets, *task_args, np.int64(n_tasks), np.int64(self.task_size),
-                 max_abs_bits),
+                (
+                    weights,
+                    offsets,
+                    *task_args,
+                    np.int64(n_tasks),
+                    np.int64(self.task_size),
+                    max_abs_bits,
+                ),
             )
         self.launch(
             name,
             n_tasks * words,
-            (states, weights, offsets, *task_args, max_abs_bits, plan["partial_rows"], partials,
-             codes, np.int64(n_tasks), np.int64(self.task_size), np.int32(bits), np.uint32(seed)),
+            (
+                states,
+                weights,
+                offsets,
+                *task_args,
+                max_abs_bits,
+                plan["partial_rows"],
+                partials,
+                codes,
+                np.int64(n_tasks),
+                np.int64(self.task_size),
+                np.int32(bits),
+                np.uint32(seed),
+            ),
         )
         if n_split:
             self.launch(
@@ -296,7 +314,7 @@ class Engine:
         Parameters
         ----------
         code_points : array, dtype uint32
-            The documents joined by ``"\\n"``, with one more ``"\\n"`` at the end.
+            The documents joined by newlines, with one more newline at the end.
         doc_starts : array, shape (n_docs,), dtype int64
             Where each document starts in ``code_points``.
         featurizer : TextFeaturizer
@@ -316,8 +334,15 @@ class Engine:
         self.launch(
             "text_classify",
             n,
-            (code_points, np.int64(n), self.word_table, self.lower_table,
-             np.int32(featurizer.lowercase), normalized, flags),
+            (
+                code_points,
+                np.int64(n),
+                self.word_table,
+                self.lower_table,
+                np.int32(featurizer.lowercase),
+                normalized,
+                flags,
+            ),
         )
         # the normalized text: tokens, each followed by one space
         kept = xp.flatnonzero(flags & FLAG_KEEP)
@@ -346,15 +371,20 @@ class Engine:
             self.launch(
                 "text_span_states",
                 starts.size,
-                (text, xp.ascontiguousarray(starts), xp.ascontiguousarray(stops),
-                 np.int64(starts.size), states),
+                (
+                    text,
+                    xp.ascontiguousarray(starts),
+                    xp.ascontiguousarray(stops),
+                    np.int64(starts.size),
+                    states,
+                ),
             )
         return states, doc.astype(xp.int64)
 
     def text_batch(
         self, code_points: Any, doc_starts: Any, featurizer: TextFeaturizer
     ) -> tuple[Any, Any, Any | None]:
-        """The device twin of ``featurizer.transform``: states, offsets and weights.
+        """Featurize texts on the device, as ``featurizer.transform`` does on the CPU.
 
         Parameters
         ----------
@@ -408,7 +438,7 @@ class Engine:
 
 
 def _idf_table(featurizer: TextFeaturizer) -> tuple[np.ndarray, np.ndarray, float]:
-    """The fitted vocabulary, its idf and the idf of an unseen feature, from the featurizer."""
+    """Return the fitted vocabulary, its idf and the idf of an unseen feature."""
     vocabulary = featurizer._frequencies.states
     idf = featurizer.weigh(np.ones(vocabulary.size, dtype=np.int64), vocabulary)
     # the smallest state not in the vocabulary stands for every unseen one
@@ -431,7 +461,7 @@ def encode_texts(texts: Sequence[str], first_index: int = 0) -> tuple[np.ndarray
     Returns
     -------
     code_points : ndarray, dtype uint32
-        The documents joined by ``"\\n"``, with one more ``"\\n"`` at the end.
+        The documents joined by newlines, with one more newline at the end.
     doc_starts : ndarray, shape (len(texts),), dtype int64
 
     Raises
@@ -493,7 +523,7 @@ class _Launcher:
 
 @functools.cache
 def _engine() -> Engine:
-    """The process's GPU engine, with the Unicode tables uploaded once."""
+    """Return the process's GPU engine, with the Unicode tables uploaded once."""
     cupy = _backend.require_gpu()
     tables = load_tables()
     device_tables = (

@@ -93,8 +93,9 @@ def test_accumulate_property(emulated_kernels, lengths, data, bits, seed):
     offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
     nnz = int(offsets[-1])
-    states = np.array(data.draw(st.lists(st.integers(0, 2**32 - 1), min_size=nnz, max_size=nnz)),
-                      dtype=np.uint32)  # fmt: skip
+    states = np.array(
+        data.draw(st.lists(st.integers(0, 2**32 - 1), min_size=nnz, max_size=nnz)), dtype=np.uint32
+    )
     finite = st.floats(allow_nan=False, allow_infinity=False)
     weights = data.draw(st.none() | st.lists(finite, min_size=nnz, max_size=nnz))
     batch = FeatureBatch(states, offsets, None if weights is None else np.array(weights))
@@ -157,9 +158,12 @@ def _assert_text_parity(engine, texts, featurizer, bits=64, seed=7):
         assert expected_batch.weights is None or (expected_batch.weights == 1.0).all()
     else:
         np.testing.assert_array_equal(weights, expected_batch.weights)
-    codes = engine.accumulate(states, offsets, weights, engine.plan_tasks(offsets), bits=bits,
-                              seed=seed)  # fmt: skip
-    np.testing.assert_array_equal(codes, _cpu.fingerprint_batch(expected_batch, bits=bits, seed=seed))
+    codes = engine.accumulate(
+        states, offsets, weights, engine.plan_tasks(offsets), bits=bits, seed=seed
+    )
+    np.testing.assert_array_equal(
+        codes, _cpu.fingerprint_batch(expected_batch, bits=bits, seed=seed)
+    )
 
 
 @pytest.mark.parametrize("featurizer", list(_featurizers()), ids=repr)
@@ -176,8 +180,10 @@ def test_text_edge_batches(emulated_kernels):
             _assert_text_parity(engine, texts, featurizer, bits=128, seed=3)
 
 
-ALPHABET = st.sampled_from(list("aAbB zZ_9.,\n\t-") + ["é", "É", "İ", "ß", "Σ", "ς", "日", "𝐀", "😀",
-                                                       "\u00a0", "\u2028", "\ud800", "\x00"])  # fmt: skip
+ALPHABET = st.sampled_from(
+    list("aAbB zZ_9.,\n\t-")
+    + ["é", "É", "İ", "ß", "Σ", "ς", "日", "𝐀", "😀", "\u00a0", "\u2028", "\ud800", "\x00"]
+)
 
 
 @settings(max_examples=40, deadline=None)
@@ -209,8 +215,14 @@ def test_batches_split_by_budget_give_the_same_codes(emulated_kernels):
         first, last = batch.offsets[start], batch.offsets[stop]
         local = batch.offsets[start : stop + 1] - first
         pieces.append(
-            engine.accumulate(batch.states[first:last], local, batch.weights[first:last],
-                              engine.plan_tasks(local), bits=64, seed=2)  # fmt: skip
+            engine.accumulate(
+                batch.states[first:last],
+                local,
+                batch.weights[first:last],
+                engine.plan_tasks(local),
+                bits=64,
+                seed=2,
+            )
         )
     np.testing.assert_array_equal(
         np.concatenate(pieces), _cpu.fingerprint_batch(batch, bits=64, seed=2)

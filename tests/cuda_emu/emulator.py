@@ -46,9 +46,19 @@ def build(folder: Path) -> ctypes.CDLL:
     """Compile the emulated kernels into ``folder`` and load them."""
     library = folder / "gpusimhash_emu.so"
     command = [
-        compiler() or "g++", "-std=c++20", "-O2", "-ffp-contract=off", "-fPIC", "-shared",
-        "-pthread", f"-I{KERNELS}", f"-I{HERE}", str(HERE / "glue.cpp"), "-o", str(library),
-    ]  # fmt: skip
+        compiler() or "g++",
+        "-std=c++20",
+        "-O2",
+        "-ffp-contract=off",
+        "-fPIC",
+        "-shared",
+        "-pthread",
+        f"-I{KERNELS}",
+        f"-I{HERE}",
+        str(HERE / "glue.cpp"),
+        "-o",
+        str(library),
+    ]
     subprocess.run(command, check=True, capture_output=True, text=True)
     return ctypes.CDLL(str(library))
 
@@ -86,13 +96,13 @@ class EmulatedLauncher:
         blocks = _cuda.grid_size(n_items, self.threads_per_block, self.max_blocks)
         entry = getattr(self.library, ENTRY_POINTS[name])
         entry.restype = None
-        entry(ctypes.c_uint(blocks), ctypes.c_uint(self.threads_per_block),
-              *map(_argument, args))  # fmt: skip
+        entry(ctypes.c_uint(blocks), ctypes.c_uint(self.threads_per_block), *map(_argument, args))
         self.launched.append(name)
 
 
-def engine(library: ctypes.CDLL, *, task_size: int, threads_per_block: int = 32,
-           max_blocks: int = 3) -> _cuda.Engine:  # fmt: skip
+def engine(
+    library: ctypes.CDLL, *, task_size: int, threads_per_block: int = 32, max_blocks: int = 3
+) -> _cuda.Engine:
     """An Engine running the emulated kernels on NumPy arrays."""
     tables = load_tables()
     return _cuda.Engine(
