@@ -108,6 +108,6 @@ def test_device_entry_point_keeps_codes_on_the_device():
     np.testing.assert_array_equal(
         _cuda.fingerprint_device(texts, bits=64).get(), fingerprint(texts, device="cpu")
     )
+    bad = FeatureBatch(device_batch.states, device_batch.offsets, device_batch.weights * np.nan)
     with pytest.raises(ValueError, match="finite"):
-        bad = FeatureBatch(device_batch.states, device_batch.offsets, device_batch.weights * np.nan)
         _cuda.fingerprint_device(bad)
