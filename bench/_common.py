@@ -1,0 +1,86 @@
+"""Helpers shared by the bench scripts: corpus loading, machine description, JSON output."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "data" / "pypi_summaries.txt.gz"
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def load_lines(path: Path, limit: int | None = None) -> list[str]:
+    """Read one document per line from a text file, gzip-compressed or not."""
+    opener = gzip.open if str(path).endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as handle:
+        lines = handle.read().split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines[:limit] if limit else lines
+
+
+def machine() -> dict:
+    """Describe the machine and the versions a result was measured with."""
+    import faiss
+    import numba
+    import numpy
+
+    cpu = "unknown"
+    if Path("/proc/cpuinfo").exists():
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    return {
+        "platform": platform.platform(),
+        "cpu": cpu,
+        "cpu_count": os.cpu_count(),
+        "python": sys.version.split()[0],
+        "numpy": numpy.__version__,
+        "numba": numba.__version__,
+        "faiss": faiss.__version__,
+    }
+
+
+def write_json(name: str, payload: dict) -> Path:
+    """Write a result file atomically under bench/results/."""
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    target = RESULTS / name
+    with tempfile.NamedTemporaryFile("w", dir=RESULTS, delete=False, suffix=".tmp") as handle:
+        json.dump(payload, handle, indent=2)
+        handle.write("\n")
+    os.replace(handle.name, target)
+    return target
+
+
+def peer_path(package: str, peers_dir: Path) -> Path | None:
+    """Install a peer package into its own folder (peers clash on the name ``simhash``).
+
+    Returns the folder to put on PYTHONPATH, or None when pip cannot install it.
+    """
+    target = peers_dir / package
+    if not target.exists():
+        done = subprocess.run(
+            [sys.executable, "-m", "pip", "install", "--quiet", "--target", str(target), package],
+            capture_output=True,
+            text=True,
+        )
+        if done.returncode != 0:
+            print(f"could not install {package}: {done.stderr.strip()[-300:]}", file=sys.stderr)
+            return None
+    return target
+
+
+def print_table(rows: list[dict], columns: list[str]) -> None:
+    """Print rows as an aligned text table."""
+    cells = [[str(row.get(c, "")) for c in columns] for row in rows]
+    widths = [max(len(c), *(len(r[i]) for r in cells)) for i, c in enumerate(columns)]
+    print("  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)))
+    for row in cells:
+        print("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)))
