@@ -1,5 +1,6 @@
 """gpusimhash: bit-exact weighted SimHash on CPU and GPU, with FAISS binary indexes."""
 
+from gpusimhash._cuda import fingerprint_device
 from gpusimhash.codes import candidates, estimate_cosine, hamming, hamming_matrix
 from gpusimhash.features import FeatureBatch
 from gpusimhash.fingerprint import fingerprint
@@ -14,6 +15,7 @@ __all__ = [
     "candidates",
     "estimate_cosine",
     "fingerprint",
+    "fingerprint_device",
     "hamming",
     "hamming_matrix",
 ]
