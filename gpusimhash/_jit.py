@@ -73,7 +73,7 @@ def word_runs(
         lengths[count] = position - start
         docs[count] = doc
         count += 1
-    return starts[:count], lengths[:count], docs[:count]
+    return starts[:count].copy(), lengths[:count].copy(), docs[:count].copy()
 
 
 @njit(cache=True, nogil=True, parallel=True)
