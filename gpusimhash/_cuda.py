@@ -23,7 +23,7 @@ import numpy as np
 
 from gpusimhash import _backend, _validate
 from gpusimhash.features import FeatureBatch
-from gpusimhash.text import TextFeaturizer, _check_texts
+from gpusimhash.text import TextFeaturizer, check_texts
 from gpusimhash.unicode_tables import load_tables
 
 # Every kernel file and the kernel names (template instantiations included) compiled from it.
@@ -439,7 +439,7 @@ class Engine:
 
 def _idf_table(featurizer: TextFeaturizer) -> tuple[np.ndarray, np.ndarray, float]:
     """Return the fitted vocabulary, its idf and the idf of an unseen feature."""
-    vocabulary = featurizer._frequencies.states
+    vocabulary = featurizer.fitted_states
     idf = featurizer.weigh(np.ones(vocabulary.size, dtype=np.int64), vocabulary)
     # the smallest state not in the vocabulary stands for every unseen one
     candidates = np.arange(vocabulary.size + 1, dtype=np.uint32)
@@ -469,7 +469,7 @@ def encode_texts(texts: Sequence[str], first_index: int = 0) -> tuple[np.ndarray
     TypeError
         A document that is not a str (the message names it).
     """
-    _check_texts(texts, first_index)
+    check_texts(texts, first_index)
     joined = "\n".join(texts) + "\n"
     code_points = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
     lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
@@ -671,7 +671,7 @@ def fingerprint_text(
         ``tfidf`` weighting before ``fit``.
     """
     cupy = _backend.require_gpu()
-    _check_texts(texts, first_index)
+    check_texts(texts, first_index)
     featurizer.weigh(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.uint32))  # fitted?
     engine = _engine()
     codes = cupy.zeros((len(texts), bits // 8), dtype=cupy.uint8)

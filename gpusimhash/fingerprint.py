@@ -184,7 +184,10 @@ def _fingerprint_one(
         from gpusimhash import _cuda
 
         if kind == "text":
-            return _backend.to_host(_cuda.fingerprint_text(batch, featurizer, bits=bits, seed=seed))
+            codes = _cuda.fingerprint_text(
+                batch, featurizer, bits=bits, seed=seed, first_index=first
+            )
+            return _backend.to_host(codes)
         return _backend.to_host(_cuda.fingerprint_batch(batch, bits=bits, seed=seed))
     if kind == "text":
         batch = featurizer.transform(batch, first_index=first)

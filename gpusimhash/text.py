@@ -215,7 +215,7 @@ def _count_per_document(states: np.ndarray, doc: np.ndarray) -> tuple[np.ndarray
     )
 
 
-def _check_texts(texts: Sequence[Any], first_index: int) -> None:
+def check_texts(texts: Sequence[Any], first_index: int) -> None:
     """Raise TypeError naming the first document that is not a str."""
     for position, text in enumerate(texts):
         if not isinstance(text, str):
@@ -308,6 +308,13 @@ class TextFeaturizer:
         )
 
     @property
+    def fitted_states(self) -> np.ndarray:
+        """Sorted feature states that have fitted document frequencies (empty before ``fit``)."""
+        if self._frequencies is None:
+            return np.zeros(0, dtype=np.uint32)
+        return self._frequencies.states
+
+    @property
     def is_fitted(self) -> bool:
         """Whether document frequencies are available (always true unless weighting is tfidf)."""
         return self.weighting != "tfidf" or self._frequencies is not None
@@ -330,7 +337,7 @@ class TextFeaturizer:
         frequencies = _DocumentFrequencies()
         seen = 0
         for chunk in chunks(texts, batch_size):
-            _check_texts(chunk, seen)
+            check_texts(chunk, seen)
             states, _, _ = _count_per_document(*self._feature_occurrences(chunk))
             frequencies.add(states, len(chunk))
             seen += len(chunk)
@@ -397,7 +404,7 @@ class TextFeaturizer:
         ValueError
             ``tfidf`` weighting before ``fit``.
         """
-        _check_texts(texts, first_index)
+        check_texts(texts, first_index)
         self._check_fitted()
         states, doc = self._feature_occurrences(texts)
         if self.weighting == "count":
@@ -418,7 +425,7 @@ class TextFeaturizer:
         dict of str to float
             Feature strings and weights, in order of first occurrence.
         """
-        _check_texts([text], 0)
+        check_texts([text], 0)
         tables = load_tables()
         chars = [chr(tables.lower[ord(c)]) if self.lowercase else c for c in text]
         words = "".join(c if tables.word[ord(c)] else " " for c in chars).split(" ")
