@@ -19,6 +19,13 @@ from gpusimhash.readers import detect_format, require_pyarrow
 OUTPUT_FORMATS = ("jsonl", "parquet")
 
 
+def _umask() -> int:
+    """Return the process's file creation mask."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 class RecordWriter:
     """Write batches of records (dicts) to a JSONL or Parquet file, atomically.
 
@@ -63,10 +70,11 @@ class RecordWriter:
             dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp"
         )
         self._temp = Path(name)
+        os.chmod(handle, 0o666 & ~_umask())
         self._raw: IO[bytes] = os.fdopen(handle, "wb")
         self._stream: IO[bytes] = self._raw
         if format == "jsonl" and self.path.name.lower().endswith(".gz"):
-            self._stream = gzip.GzipFile(fileobj=self._raw, mode="wb", mtime=0)
+            self._stream = gzip.GzipFile(self.path.name, "wb", fileobj=self._raw, mtime=0)
         self._parquet = None
         self.count = 0
 
