@@ -19,11 +19,49 @@ from gpusimhash.readers import detect_format, require_pyarrow
 OUTPUT_FORMATS = ("jsonl", "parquet")
 
 
-def _umask() -> int:
-    """Return the process's file creation mask."""
+def file_mode() -> int:
+    """Return the mode a new file gets by default: ``0o666`` less the process's umask.
+
+    Returns
+    -------
+    int
+        For example ``0o644`` under the usual umask ``0o022``.
+    """
     mask = os.umask(0o022)
     os.umask(mask)
-    return mask
+    return 0o666 & ~mask
+
+
+def write_json(path: str | Path, payload: Any) -> None:
+    """Write a JSON document atomically (temporary file, fsync, rename).
+
+    Parameters
+    ----------
+    path : str or Path
+        Destination.
+    payload : Any
+        JSON-serializable data (other values are written with ``str``).
+
+    Examples
+    --------
+    >>> import tempfile, os, json
+    >>> path = os.path.join(tempfile.mkdtemp(), "a.json")
+    >>> write_json(path, {"n": 1})
+    >>> json.load(open(path))
+    {'n': 1}
+    """
+    path = Path(path)
+    handle, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            json.dump(payload, stream, indent=2, ensure_ascii=False, default=str)
+            stream.write("\n")
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.chmod(name, file_mode())
+        os.replace(name, path)
+    finally:
+        Path(name).unlink(missing_ok=True)
 
 
 class RecordWriter:
@@ -70,7 +108,7 @@ class RecordWriter:
             dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp"
         )
         self._temp = Path(name)
-        os.chmod(handle, 0o666 & ~_umask())
+        os.chmod(handle, file_mode())
         self._raw: IO[bytes] = os.fdopen(handle, "wb")
         self._stream: IO[bytes] = self._raw
         if format == "jsonl" and self.path.name.lower().endswith(".gz"):
