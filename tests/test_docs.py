@@ -9,6 +9,7 @@ MODULES = [
     "gpusimhash._backend",
     "gpusimhash._batching",
     "gpusimhash.codes",
+    "gpusimhash.distributed",
     "gpusimhash.features",
     "gpusimhash.fingerprint",
     "gpusimhash.fixedpoint",
