@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from tqdm import tqdm
 
 from gpusimhash.codes import estimate_cosine, hamming
 from gpusimhash.fingerprint import fingerprint, resolve_device
@@ -66,18 +67,10 @@ class _FirstPass:
 
 
 def _progress(progress: Callable[..., Any] | None, **kwargs: Any) -> Any:
-    """Return a progress bar (tqdm-like) or a do-nothing stand-in."""
+    """Return a progress bar from the factory, or a disabled tqdm bar (does nothing)."""
     if progress is None:
-        return _NoProgress()
+        return tqdm(disable=True)
     return progress(**kwargs)
-
-
-class _NoProgress:
-    def update(self, n: int) -> None:
-        """Ignore progress."""
-
-    def close(self) -> None:
-        """Nothing to close."""
 
 
 def _labels(values: list[Any], table: dict[Any, int], where: str) -> np.ndarray:
@@ -275,14 +268,14 @@ def dedup_file(
 
     start = time.perf_counter()
     if featurizer.weighting == "tfidf" and not featurizer.is_fitted:
-        bar = _progress(progress, desc="fit tf-idf", unit="doc")
-        featurizer.fit(_texts_with_progress(read(False), bar))
-        bar.close()
+        with _progress(progress, desc="fit tf-idf", unit="doc") as bar:
+            featurizer.fit(_texts_with_progress(read(False), bar))
         timings["fit_tfidf"] = time.perf_counter() - start
     begin = time.perf_counter()
-    bar = _progress(progress, desc="fingerprint", unit="doc")
-    first = _first_pass(path, read, featurizer, bits, seed, engine, truth_field, score_field, bar)
-    bar.close()
+    with _progress(progress, desc="fingerprint", unit="doc") as bar:
+        first = _first_pass(
+            path, read, featurizer, bits, seed, engine, truth_field, score_field, bar
+        )
     timings["fingerprint"] = time.perf_counter() - begin
     n = first.codes.shape[0]
 
@@ -300,11 +293,10 @@ def dedup_file(
 
     sample = _sample_pairs(groups, first.codes, seed)
     begin = time.perf_counter()
-    bar = _progress(progress, desc="write", unit="doc", total=n)
-    files, ids, texts = _second_pass(
-        path, read, out_dir, output_format, kept, in_cluster, set(sample["rows"].tolist()), bar
-    )
-    bar.close()
+    with _progress(progress, desc="write", unit="doc", total=n) as bar:
+        files, ids, texts = _second_pass(
+            path, read, out_dir, output_format, kept, in_cluster, set(sample["rows"].tolist()), bar
+        )
     cluster = _write_duplicates(
         out_dir, output_format, labels, sizes, kept_rows, in_cluster, ids, first.codes, files
     )
@@ -449,7 +441,7 @@ def _write_duplicates(
     report_id[big] = np.arange(big.size)
     cluster[rows] = report_id[labels[rows]]
     starts = np.searchsorted(labels[rows], big)
-    ends = np.r_[starts[1:], rows.size]
+    ends = np.append(starts[1:], rows.size)[: starts.size]
     with RecordWriter(path, output_format) as writer:
         records = []
         for number, (label, lo, hi) in enumerate(zip(big, starts, ends, strict=True)):
