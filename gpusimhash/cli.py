@@ -66,11 +66,23 @@ def _cosine(text: str) -> float:
 
 
 _seed = functools.partial(_integer, name="seed", low=0, high=2**32 - 1)
-_positive = functools.partial(_integer, name="value", low=1)
+_ngram = functools.partial(_integer, name="ngram", low=1)
+_batch_size = functools.partial(_integer, name="batch-size", low=1)
 _radius = functools.partial(_integer, name="max-distance", low=0)
 
 
 # ---------------------------------------------------------------- parser
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """Show an option's default in its help, where it has a real one."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        real = action.default not in (None, argparse.SUPPRESS) and action.default is not False
+        if real and "default" not in text:
+            text += " (default: %(default)s)"
+        return text
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -86,7 +98,7 @@ def _input_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--text-field", default="text", help="field or column with the text")
     group.add_argument("--id-field", help="field or column with document ids (default: row)")
     group.add_argument(
-        "--batch-size", type=_positive, default=10_000, help="documents per batch (memory)"
+        "--batch-size", type=_batch_size, default=10_000, help="documents per batch (memory)"
     )
 
 
@@ -94,11 +106,18 @@ def _hashing_options(parser: argparse.ArgumentParser, *, stored: bool = False) -
     group = parser.add_argument_group("fingerprints")
     group.add_argument("--bits", type=_bits, default=DEFAULT_BITS, help="fingerprint length")
     group.add_argument("--seed", type=_seed, default=0, help="hash seed in [0, 2**32)")
-    group.add_argument("--device", choices=("auto", "cpu", "gpu"), default="auto")
-    group.add_argument("--analyzer", choices=("word", "char"), default="word")
-    group.add_argument("--ngram", type=_positive, default=1, help="words or characters per feature")
     group.add_argument(
-        "--weighting", choices=("count", "binary", "logtf", "tfidf"), default="count"
+        "--device", choices=("auto", "cpu", "gpu"), default="auto", help="where to fingerprint"
+    )
+    group.add_argument(
+        "--analyzer", choices=("word", "char"), default="word", help="word or character n-grams"
+    )
+    group.add_argument("--ngram", type=_ngram, default=1, help="words or characters per feature")
+    group.add_argument(
+        "--weighting",
+        choices=("count", "binary", "logtf", "tfidf"),
+        default="count",
+        help="feature weights (tfidf is fitted on the input first)",
     )
     group.add_argument("--no-lowercase", action="store_true", help="keep case")
 
@@ -109,7 +128,7 @@ def _threshold_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--min-cosine",
         type=_cosine,
-        help=f"minimum estimated cosine (default {DEFAULT_MIN_COSINE})",
+        help=f"minimum estimated cosine (default: {DEFAULT_MIN_COSINE} unless --max-distance)",
     )
 
 
@@ -134,16 +153,17 @@ def build_parser() -> argparse.ArgumentParser:
         "dedup",
         help="remove near-duplicate documents from a file",
         description="Remove near-duplicates; without INPUT, run on the bundled sample corpus.",
+        formatter_class=_HelpFormatter,
     )
     dedup.add_argument("input", nargs="?", help="JSONL, Parquet, CSV/TSV or text file")
     _input_options(dedup)
     _hashing_options(dedup)
     _threshold_options(dedup)
     out = dedup.add_argument_group("output")
+    out.add_argument("--out", default=DEFAULT_REPORT_DIR, help="output folder")
     out.add_argument(
-        "--out", default=DEFAULT_REPORT_DIR, help=f"output folder (default ./{DEFAULT_REPORT_DIR})"
+        "--output-format", choices=("jsonl", "parquet"), default="jsonl", help="output files"
     )
-    out.add_argument("--output-format", choices=("jsonl", "parquet"), default="jsonl")
     out.add_argument(
         "--keep",
         choices=("first", "longest", "score"),
@@ -157,7 +177,10 @@ def build_parser() -> argparse.ArgumentParser:
     dedup.set_defaults(handler=run_dedup)
 
     compare = commands.add_parser(
-        "compare", help="fingerprint two texts and compare them", description="Compare two texts."
+        "compare",
+        help="fingerprint two texts and compare them",
+        description="Fingerprint two texts: Hamming distance, estimated and true cosine.",
+        formatter_class=_HelpFormatter,
     )
     compare.add_argument("text_a")
     compare.add_argument("text_b")
