@@ -312,9 +312,8 @@ def run_dedup(args: argparse.Namespace) -> int:
         summary["files"]["report.md"] = "the report, with plots (PNG)"
         write_report(out, summary, **result.report_data)
     write_json(out / "summary.json", summary)
-    tables = {
-        f"gpusimhash dedup: {path}": summary["results"],
-    }
+    label = "the bundled sample corpus" if args.input is None else str(path)
+    tables = {f"gpusimhash dedup: {label}": summary["results"]}
     if summary.get("ground_truth"):
         tables["against the ground truth"] = summary["ground_truth"]
     tables[f"written to {out}/"] = summary["files"]
