@@ -1,0 +1,519 @@
+"""Exact near-duplicate join over packed SimHash codes.
+
+Every pair of codes within a Hamming radius is found exactly. Identical codes are collapsed
+first, so a corpus with thousands of copies of one document costs one code inside the search.
+Candidates come from Manku-style permuted tables: the free bits are cut into ``m`` blocks, and
+two codes within ``r`` bits agree on at least ``m - r`` blocks (pigeonhole), so each table keys
+the codes on one combination of ``m - r`` blocks, sorts them, and pairs up codes inside each run
+of equal keys; a popcount on ``uint64`` words then keeps the true pairs. ``m`` is chosen per
+call from a cost model (``m = r + 1`` is plain pigeonhole blocking), with an exact brute force
+(FAISS range search) where that is cheaper. A run of equal keys too large to pair up directly
+(skewed data) is searched again, recursively, on the bits its key does not cover.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from itertools import combinations
+
+import faiss
+import numpy as np
+from scipy.stats import binom
+
+__all__ = [
+    "DuplicateGroups",
+    "cosine_radius",
+    "near_duplicate_groups",
+    "near_duplicates",
+    "radius_recall",
+]
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+# Cost model, in seconds per unit, measured on a 2-core x86 machine (only ratios matter).
+_SORT_COST = 6e-8  # per code per table: key extraction, sort, gather
+_CANDIDATE_COST = 3e-8  # per candidate pair: generation and popcount check
+_BRUTE_COST = 2e-10  # per pair in a FAISS range search
+_MAX_TABLES = 512
+_GIANT_RUN = 4096  # runs of equal keys larger than this are searched recursively
+_CHUNK_PAIRS = 1 << 22
+_MAX_DEPTH = 3  # recursions into giant runs before brute force
+_PARALLEL_MIN = 50_000  # codes in a search before tables run in parallel threads  # candidate pairs generated per batch (bounds memory)
+
+
+@dataclass(frozen=True)
+class DuplicateGroups:
+    """Near-duplicate pairs in collapsed form: identical codes counted once.
+
+    Attributes
+    ----------
+    inverse : ndarray, shape (n,), dtype int64
+        For each input code, the index of its distinct code (``0 .. n_unique - 1``).
+    unique_pairs : ndarray, shape (p, 2), dtype int64
+        Pairs ``(a, b)``, ``a < b``, of distinct codes within the radius, sorted, no repeats.
+        Input codes ``i != j`` are near-duplicates exactly when ``inverse[i] == inverse[j]`` or
+        ``(inverse[i], inverse[j])`` (in some order) is one of these pairs.
+    max_distance : int
+        The Hamming radius used.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> codes = np.array([[1], [1], [3], [200]], dtype=np.uint8)
+    >>> groups = near_duplicate_groups(codes, max_distance=1)
+    >>> groups.inverse.tolist(), groups.unique_pairs.tolist()
+    ([0, 0, 1, 2], [[0, 1]])
+    """
+
+    inverse: np.ndarray
+    unique_pairs: np.ndarray
+    max_distance: int
+
+    @property
+    def n_unique(self) -> int:
+        """Number of distinct codes."""
+        return int(self.inverse.max()) + 1 if self.inverse.size else 0
+
+    def pairs(self) -> np.ndarray:
+        """Expand to every input pair ``(i, j)``, ``i < j``, sorted (see `near_duplicates`)."""
+        return _expand_pairs(self.inverse, self.unique_pairs)
+
+
+def cosine_radius(min_cosine: float, bits: int) -> int:
+    """Largest Hamming radius whose estimated cosine is still at least `min_cosine`.
+
+    The estimated cosine of two codes ``d`` bits apart is ``cos(pi * d / bits)``, decreasing in
+    ``d``, so ``estimate >= min_cosine`` exactly when ``d <= floor(bits * acos(min_cosine) / pi)``
+    (computed so that it agrees with the estimate at the boundary, whatever the rounding).
+
+    Parameters
+    ----------
+    min_cosine : float
+        Minimum estimated cosine, in ``[-1, 1]``.
+    bits : int
+        Code length in bits.
+
+    Returns
+    -------
+    radius : int
+        In ``[0, bits]``.
+
+    Raises
+    ------
+    ValueError
+        `min_cosine` outside ``[-1, 1]`` or not finite, or `bits` not positive.
+
+    Examples
+    --------
+    >>> cosine_radius(0.9, 64)
+    9
+    >>> cosine_radius(1.0, 256)
+    0
+    """
+    bits = _check_bits(bits)
+    c = float(min_cosine)
+    if not (-1.0 <= c <= 1.0):
+        raise ValueError(f"min_cosine must be in [-1, 1], got {min_cosine!r}")
+    radius = min(bits, max(0, math.floor(bits * math.acos(c) / math.pi)))
+    while radius < bits and math.cos(math.pi * (radius + 1) / bits) >= c:
+        radius += 1
+    while radius > 0 and math.cos(math.pi * radius / bits) < c:
+        radius -= 1
+    return radius
+
+
+def radius_recall(true_cosine, *, bits: int, max_distance: int):
+    """Probability that two vectors with a given true cosine land within a Hamming radius.
+
+    Under the SimHash model each of the `bits` bits differs independently with probability
+    ``theta / pi``, ``theta = acos(true_cosine)``, so the recall of a radius-`max_distance`
+    search is ``P[Binomial(bits, theta / pi) <= max_distance]``.
+
+    Parameters
+    ----------
+    true_cosine : float or array_like of float
+        Cosine similarity of the weighted feature vectors, in ``[-1, 1]``.
+    bits : int
+        Code length in bits.
+    max_distance : int
+        Hamming radius, ``0 <= max_distance``.
+
+    Returns
+    -------
+    recall : float or ndarray of float
+        Same shape as `true_cosine`.
+
+    Raises
+    ------
+    ValueError
+        A cosine outside ``[-1, 1]``, a negative radius or non-positive bits.
+
+    Examples
+    --------
+    >>> round(radius_recall(0.95, bits=64, max_distance=3), 3)
+    0.127
+    >>> round(radius_recall(0.95, bits=256, max_distance=cosine_radius(0.9, 256)), 3)
+    0.994
+    """
+    bits = _check_bits(bits)
+    radius = _check_radius(max_distance)
+    c = np.asarray(true_cosine, dtype=np.float64)
+    if not np.all((c >= -1.0) & (c <= 1.0)):
+        raise ValueError("true_cosine must be in [-1, 1]")
+    recall = binom.cdf(radius, bits, np.arccos(c) / np.pi)
+    return float(recall) if recall.ndim == 0 else recall
+
+
+def near_duplicates(codes, *, max_distance=None, min_cosine=None) -> np.ndarray:
+    """Find every pair of codes within a Hamming radius, exactly.
+
+    Parameters
+    ----------
+    codes : ndarray, shape (n, bits // 8), dtype uint8
+        Packed fingerprints (FAISS layout).
+    max_distance : int, optional
+        Hamming radius: pairs with ``hamming(codes[i], codes[j]) <= max_distance``.
+    min_cosine : float, optional
+        Alternatively, minimum estimated cosine ``cos(pi * d / bits)``; converted with
+        `cosine_radius`. Give exactly one of the two.
+
+    Returns
+    -------
+    pairs : ndarray, shape (m, 2), dtype int64
+        Every pair ``(i, j)``, ``i < j``, within the radius: no miss, no extra, no repeat,
+        sorted by ``i`` then ``j``. A group of ``g`` identical codes alone yields
+        ``g * (g - 1) / 2`` pairs; use `near_duplicate_groups` or
+        `gpusimhash.cluster_near_duplicates` to avoid materializing them.
+
+    Raises
+    ------
+    TypeError
+        `codes` not a uint8 NumPy array.
+    ValueError
+        `codes` not 2-D, both or neither threshold given, or a threshold out of range.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> codes = np.array([[0b0000], [0b0111], [0b0001], [0b0000]], dtype=np.uint8)
+    >>> near_duplicates(codes, max_distance=1).tolist()
+    [[0, 2], [0, 3], [2, 3]]
+    """
+    return near_duplicate_groups(codes, max_distance=max_distance, min_cosine=min_cosine).pairs()
+
+
+def near_duplicate_groups(codes, *, max_distance=None, min_cosine=None) -> DuplicateGroups:
+    """Find near-duplicates in collapsed form, without expanding identical codes into pairs.
+
+    Parameters and thresholds are those of `near_duplicates`.
+
+    Returns
+    -------
+    groups : DuplicateGroups
+        Distinct-code index of every input code and the pairs of distinct codes within the
+        radius; ``groups.pairs()`` gives the output of `near_duplicates`.
+
+    Raises
+    ------
+    TypeError
+        `codes` not a uint8 NumPy array.
+    ValueError
+        `codes` not 2-D, both or neither threshold given, or a threshold out of range.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> codes = np.zeros((1000, 8), dtype=np.uint8)
+    >>> groups = near_duplicate_groups(codes, max_distance=3)
+    >>> groups.n_unique, len(groups.unique_pairs)
+    (1, 0)
+    """
+    codes = check_codes(codes)
+    bits = codes.shape[1] * 8
+    radius = resolve_radius(bits, max_distance=max_distance, min_cosine=min_cosine)
+    words = _as_words(codes)
+    unique_words, inverse = _collapse(words)
+    n_unique = unique_words.shape[0]
+    found: list[np.ndarray] = []
+    _join(unique_words, np.arange(n_unique, dtype=np.int64), [(0, bits)], radius, found)
+    keys = np.unique(np.concatenate(found)) if found else np.empty(0, dtype=np.int64)
+    unique_pairs = np.stack([keys // max(n_unique, 1), keys % max(n_unique, 1)], axis=1)
+    return DuplicateGroups(inverse=inverse, unique_pairs=unique_pairs, max_distance=radius)
+
+
+def check_codes(codes) -> np.ndarray:
+    """Validate packed codes: a 2-D uint8 NumPy array with at least one byte per code.
+
+    Returns the codes as a C-contiguous array (a copy only when needed).
+    """
+    if not isinstance(codes, np.ndarray):
+        raise TypeError(f"codes must be a NumPy uint8 array, got {type(codes).__name__}")
+    if codes.dtype != np.uint8:
+        raise TypeError(f"codes must have dtype uint8 (packed bits), got {codes.dtype}")
+    if codes.ndim != 2 or codes.shape[1] == 0:
+        raise ValueError(f"codes must have shape (n, bits // 8) with bits >= 8, got {codes.shape}")
+    return np.ascontiguousarray(codes)
+
+
+def resolve_radius(bits: int, *, max_distance=None, min_cosine=None) -> int:
+    """Turn a Hamming radius or a minimum estimated cosine into a radius in ``[0, bits]``."""
+    if (max_distance is None) == (min_cosine is None):
+        raise ValueError("give exactly one of max_distance and min_cosine")
+    if min_cosine is not None:
+        return cosine_radius(min_cosine, bits)
+    return min(_check_radius(max_distance), bits)
+
+
+def _check_radius(max_distance) -> int:
+    if isinstance(max_distance, bool) or not isinstance(max_distance, int | np.integer):
+        raise TypeError(f"max_distance must be an integer, got {type(max_distance).__name__}")
+    if max_distance < 0:
+        raise ValueError(f"max_distance must be >= 0, got {max_distance}")
+    return int(max_distance)
+
+
+def _check_bits(bits) -> int:
+    if isinstance(bits, bool) or not isinstance(bits, int | np.integer) or bits <= 0:
+        raise ValueError(f"bits must be a positive integer, got {bits!r}")
+    return int(bits)
+
+
+def _as_words(codes: np.ndarray) -> np.ndarray:
+    """View codes as little-endian uint64 words, zero-padding the last word."""
+    n, width = codes.shape
+    padded_width = -(-width // 8) * 8
+    if padded_width != width:
+        padded = np.zeros((n, padded_width), dtype=np.uint8)
+        padded[:, :width] = codes
+        codes = padded
+    return codes.view("<u8").astype(np.uint64, copy=False)
+
+
+def _collapse(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct rows of `words` and the inverse index of every row."""
+    if words.shape[1] == 1:
+        unique, inverse = np.unique(words[:, 0], return_inverse=True)
+        return unique[:, None], inverse.astype(np.int64, copy=False)
+    unique, inverse = np.unique(words, axis=0, return_inverse=True)
+    return unique, inverse.reshape(-1).astype(np.int64, copy=False)
+
+
+def popcount(x: np.ndarray) -> np.ndarray:
+    """Number of set bits of each uint64, as uint8."""
+    if hasattr(np, "bitwise_count"):
+        return np.bitwise_count(x)
+    table = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
+    return table[x[..., None].view(np.uint8)].sum(axis=-1, dtype=np.uint8)
+
+
+def _join(words, idx, free, radius, found, depth=0) -> None:
+    """Append to `found` the keys ``a * n + b`` of pairs of ``words[idx]`` within `radius`.
+
+    All codes in `idx` agree on the bits outside the `free` ranges, so their distance is
+    decided on the free bits alone. `depth` counts the recursions into giant runs.
+    """
+    s = idx.size
+    if s < 2:
+        return
+    n_free = sum(hi - lo for lo, hi in free)
+    if n_free <= radius:
+        left, right = np.triu_indices(s, k=1)
+        _append_pairs(idx[left], idx[right], words.shape[0], found)
+        return
+    plan = _plan(s, n_free, radius) if depth < _MAX_DEPTH else None
+    if plan is None:
+        _brute_force(words, idx, radius, found)
+        return
+    n_blocks, n_keyed = plan
+    blocks = _split(free, n_blocks)
+    tables = [
+        [seg for b in chosen for seg in blocks[b]]
+        for chosen in combinations(range(n_blocks), n_keyed)
+    ]
+    def run(segments):
+        return _table(words, idx, segments, free, radius, depth)
+
+    if s < _PARALLEL_MIN:
+        results = map(run, tables)
+    else:
+        # NumPy releases the GIL in sorts, gathers and ufuncs: tables run in parallel threads.
+        with ThreadPoolExecutor(max_workers=_threads()) as pool:
+            results = list(pool.map(run, tables))
+    for result in results:
+        found.extend(result)
+
+
+def _plan(s: int, n_free: int, radius: int):
+    """Cheapest ``(n_blocks, n_keyed)`` table layout, or None for brute force."""
+    best_cost = s * (s - 1) / 2 * _BRUTE_COST
+    best = None
+    for n_blocks in range(radius + 1, min(n_free, radius + 12) + 1):
+        n_keyed = n_blocks - radius
+        tables = math.comb(n_blocks, n_keyed)
+        if tables > _MAX_TABLES:
+            break
+        key_bits = n_free * n_keyed // n_blocks  # the smallest keyed total
+        candidates = s * s / 2 / 2.0 ** min(key_bits, 60)
+        cost = tables * (s * _SORT_COST + candidates * _CANDIDATE_COST)
+        if cost < best_cost:
+            best_cost, best = cost, (n_blocks, n_keyed)
+    return best
+
+
+def _split(free, n_blocks):
+    """Cut the free bit ranges into `n_blocks` near-equal blocks of word-local segments."""
+    n_free = sum(hi - lo for lo, hi in free)
+    sizes = [n_free // n_blocks + (b < n_free % n_blocks) for b in range(n_blocks)]
+    blocks, ranges = [], [list(r) for r in free]
+    for size in sizes:
+        block = []
+        while size:
+            lo, hi = ranges[0]
+            take = min(size, hi - lo, 64 - lo % 64)
+            block.append((lo, lo + take))
+            size -= take
+            if lo + take == hi:
+                ranges.pop(0)
+            else:
+                ranges[0][0] = lo + take
+        blocks.append(block)
+    return blocks
+
+
+def _subtract(free, segments):
+    """Free ranges minus the segments (all sorted, segments inside the free ranges)."""
+    bits = np.zeros(max(hi for _, hi in free), dtype=bool)
+    for lo, hi in free:
+        bits[lo:hi] = True
+    for lo, hi in segments:
+        bits[lo:hi] = False
+    edges = np.flatnonzero(np.diff(np.concatenate([[False], bits, [False]]).astype(np.int8)))
+    return [(int(lo), int(hi)) for lo, hi in zip(edges[::2], edges[1::2], strict=True)]
+
+
+def _key(words, idx, segments, key_bits):
+    """Key of each code over the segments, in `key_bits` bits.
+
+    Exact when the segments fit in `key_bits` bits; otherwise a hash of them (a collision only
+    adds candidates, which the distance check removes).
+    """
+    total = sum(hi - lo for lo, hi in segments)
+    key = np.zeros(idx.size, dtype=np.uint64)
+    for lo, hi in segments:
+        width = hi - lo
+        value = words[idx, lo // 64] >> np.uint64(lo % 64)
+        if width < 64:
+            value &= np.uint64((1 << width) - 1)
+        if total <= key_bits:
+            key = (key << np.uint64(width)) | value
+        else:
+            key = (key ^ value) * _GOLDEN
+            key ^= key >> np.uint64(29)
+    if total > key_bits:
+        key >>= np.uint64(64 - key_bits)
+    return key
+
+
+def _table(words, idx, segments, free, radius, depth) -> list[np.ndarray]:
+    """Pair up the codes of `idx` that share a key over `segments`, keep those within radius.
+
+    Returns the keys ``a * n + b`` of the pairs found, in pieces.
+    """
+    found: list[np.ndarray] = []
+    if sum(hi - lo for lo, hi in segments) <= 16:
+        key = _key(words, idx, segments, 16).astype(np.uint16)
+        order = np.argsort(key, kind="stable")  # a radix sort for 16-bit keys
+        sorted_key = key[order]
+    else:
+        # One sort of (key, position) packed in a uint64 gives the sorted keys and the order.
+        position_bits = max(1, (idx.size - 1).bit_length())
+        key = _key(words, idx, segments, 64 - position_bits)
+        packed = np.sort((key << np.uint64(position_bits)) | np.arange(idx.size, dtype=np.uint64))
+        sorted_key = packed >> np.uint64(position_bits)
+        order = (packed & np.uint64((1 << position_bits) - 1)).astype(np.int64)
+    change = np.flatnonzero(sorted_key[1:] != sorted_key[:-1]) + 1
+    starts = np.concatenate([[0], change])
+    ends = np.concatenate([change, [idx.size]])
+    sizes = ends - starts
+    giant = sizes > _GIANT_RUN
+    if giant.any():
+        rest = _subtract(free, sorted(segments))
+        for start, end in zip(starts[giant], ends[giant], strict=True):
+            _join(words, idx[order[start:end]], rest, radius, found, depth + 1)
+    small = (sizes >= 2) & ~giant
+    if not small.any():
+        return found
+    members = idx[order]
+    sorted_words = words[members]
+    # For each position in a small run: how many later positions share its run.
+    run_end = np.repeat(np.where(small, ends, 0), sizes)
+    later = run_end - np.arange(idx.size)
+    pos = np.flatnonzero(later > 1)
+    counts = later[pos] - 1
+    bounds = np.searchsorted(np.cumsum(counts), np.arange(_CHUNK_PAIRS, counts.sum(), _CHUNK_PAIRS))
+    for chunk_pos, chunk_counts in zip(np.split(pos, bounds), np.split(counts, bounds), strict=True):
+        left = np.repeat(chunk_pos, chunk_counts)
+        first = np.cumsum(chunk_counts) - chunk_counts
+        right = left + 1 + (np.arange(left.size) - np.repeat(first, chunk_counts))
+        distance = popcount(sorted_words[left, 0] ^ sorted_words[right, 0]).astype(np.int32)
+        for w in range(1, words.shape[1]):
+            distance += popcount(sorted_words[left, w] ^ sorted_words[right, w])
+        keep = distance <= radius
+        _append_pairs(members[left[keep]], members[right[keep]], words.shape[0], found)
+    return found
+
+
+def _threads() -> int:
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+
+
+def _brute_force(words, idx, radius, found) -> None:
+    """Exact all-pairs search of ``words[idx]`` with a FAISS range search."""
+    codes = np.ascontiguousarray(words[idx]).view(np.uint8)
+    index = faiss.IndexBinaryFlat(codes.shape[1] * 8)
+    index.add(codes)
+    lims, distances, labels = index.range_search(codes, radius + 1)  # strict: d < radius + 1
+    query = np.repeat(np.arange(idx.size), np.diff(lims.astype(np.int64)))
+    keep = (labels > query) & (distances <= radius)
+    _append_pairs(idx[query[keep]], idx[labels[keep]], words.shape[0], found)
+
+
+def _append_pairs(a, b, n, found) -> None:
+    if a.size:
+        found.append(np.minimum(a, b) * n + np.maximum(a, b))
+
+
+def _expand_pairs(inverse: np.ndarray, unique_pairs: np.ndarray) -> np.ndarray:
+    """All input pairs implied by distinct-code pairs and groups of identical codes."""
+    n = inverse.size
+    members = np.argsort(inverse, kind="stable")
+    sizes = np.bincount(inverse, minlength=int(inverse.max()) + 1 if n else 0)
+    starts = np.cumsum(sizes) - sizes
+    left_parts, right_parts = [], []
+    # Pairs inside groups of identical codes.
+    group_sizes = sizes[inverse[members]]
+    group_end = starts[inverse[members]] + group_sizes
+    later = group_end - np.arange(n) - 1
+    left = np.repeat(np.arange(n), later)
+    first = np.cumsum(later) - later
+    right = left + 1 + (np.arange(left.size) - np.repeat(first, later))
+    left_parts.append(members[left])
+    right_parts.append(members[right])
+    # Cross products between groups of near-duplicate distinct codes.
+    a, b = unique_pairs[:, 0], unique_pairs[:, 1]
+    a_members = np.repeat(a, sizes[a])
+    b_of = np.repeat(b, sizes[a])
+    a_offset = np.arange(a_members.size) - np.repeat(np.cumsum(sizes[a]) - sizes[a], sizes[a])
+    a_items = members[starts[a_members] + a_offset]
+    left = np.repeat(a_items, sizes[b_of])
+    b_rep = np.repeat(b_of, sizes[b_of])
+    b_offset = np.arange(left.size) - np.repeat(np.cumsum(sizes[b_of]) - sizes[b_of], sizes[b_of])
+    right = members[starts[b_rep] + b_offset]
+    left_parts.append(left)
+    right_parts.append(right)
+    left, right = np.concatenate(left_parts), np.concatenate(right_parts)
+    i, j = np.minimum(left, right), np.maximum(left, right)
+    order = np.lexsort((j, i))
+    return np.stack([i[order], j[order]], axis=1).astype(np.int64, copy=False)
