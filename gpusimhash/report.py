@@ -109,7 +109,13 @@ def plot_hamming(
     if random.size:
         ax.hist(random, bins=edges, alpha=0.6, label=f"random pairs ({random.size})", density=True)
     if found.size:
-        ax.hist(found, bins=edges, alpha=0.6, label=f"pairs found, distinct codes ({found.size})", density=True)
+        ax.hist(
+            found,
+            bins=edges,
+            alpha=0.6,
+            label=f"pairs found, distinct codes ({found.size})",
+            density=True,
+        )
     ax.axvline(radius + 0.5, color="black", linestyle=":", label=f"radius {radius}")
     ax.set_xlabel(f"Hamming distance ({bits}-bit codes)")
     ax.set_ylabel("fraction of pairs")
