@@ -68,13 +68,14 @@ def _cosine(text: str) -> float:
 _seed = functools.partial(_integer, name="seed", low=0, high=2**32 - 1)
 _ngram = functools.partial(_integer, name="ngram", low=1)
 _batch_size = functools.partial(_integer, name="batch-size", low=1)
+positive_k = functools.partial(_integer, name="k", low=1)
 _radius = functools.partial(_integer, name="max-distance", low=0)
 
 
 # ---------------------------------------------------------------- parser
 
 
-class _HelpFormatter(argparse.HelpFormatter):
+class HelpFormatter(argparse.HelpFormatter):
     """Show an option's default in its help, where it has a real one."""
 
     def _get_help_string(self, action: argparse.Action) -> str:
@@ -85,14 +86,16 @@ class _HelpFormatter(argparse.HelpFormatter):
         return text
 
 
-def _common(parser: argparse.ArgumentParser) -> None:
+def common(parser: argparse.ArgumentParser) -> None:
+    """Add ``--quiet`` and ``--json``."""
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bars or tables")
     parser.add_argument(
         "--json", action="store_true", help="print one JSON object on stdout instead of tables"
     )
 
 
-def _input_options(parser: argparse.ArgumentParser) -> None:
+def input_options(parser: argparse.ArgumentParser) -> None:
+    """Add the options that say how to read an input file."""
     group = parser.add_argument_group("input")
     group.add_argument("--format", choices=FORMATS, help="input format (default: from the name)")
     group.add_argument("--text-field", default="text", help="field or column with the text")
@@ -102,7 +105,8 @@ def _input_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _hashing_options(parser: argparse.ArgumentParser, *, stored: bool = False) -> None:
+def hashing_options(parser: argparse.ArgumentParser) -> None:
+    """Add the options that say how to fingerprint text."""
     group = parser.add_argument_group("fingerprints")
     group.add_argument("--bits", type=_bits, default=DEFAULT_BITS, help="fingerprint length")
     group.add_argument("--seed", type=_seed, default=0, help="hash seed in [0, 2**32)")
@@ -122,7 +126,8 @@ def _hashing_options(parser: argparse.ArgumentParser, *, stored: bool = False) -
     group.add_argument("--no-lowercase", action="store_true", help="keep case")
 
 
-def _threshold_options(parser: argparse.ArgumentParser) -> None:
+def threshold_options(parser: argparse.ArgumentParser) -> None:
+    """Add ``--max-distance`` and ``--min-cosine`` (mutually exclusive)."""
     group = parser.add_argument_group("threshold (one of)").add_mutually_exclusive_group()
     group.add_argument("--max-distance", type=_radius, help="Hamming radius in bits")
     group.add_argument(
@@ -153,12 +158,12 @@ def build_parser() -> argparse.ArgumentParser:
         "dedup",
         help="remove near-duplicate documents from a file",
         description="Remove near-duplicates; without INPUT, run on the bundled sample corpus.",
-        formatter_class=_HelpFormatter,
+        formatter_class=HelpFormatter,
     )
     dedup.add_argument("input", nargs="?", help="JSONL, Parquet, CSV/TSV or text file")
-    _input_options(dedup)
-    _hashing_options(dedup)
-    _threshold_options(dedup)
+    input_options(dedup)
+    hashing_options(dedup)
+    threshold_options(dedup)
     out = dedup.add_argument_group("output")
     out.add_argument("--out", default=DEFAULT_REPORT_DIR, help="output folder")
     out.add_argument(
@@ -173,21 +178,24 @@ def build_parser() -> argparse.ArgumentParser:
     out.add_argument("--score-field", help="numeric field for --keep score (highest wins)")
     out.add_argument("--truth-field", help="field with true group labels: adds precision/recall")
     out.add_argument("--no-report", action="store_true", help="skip report.md and the plots")
-    _common(dedup)
+    common(dedup)
     dedup.set_defaults(handler=run_dedup)
 
     compare = commands.add_parser(
         "compare",
         help="fingerprint two texts and compare them",
         description="Fingerprint two texts: Hamming distance, estimated and true cosine.",
-        formatter_class=_HelpFormatter,
+        formatter_class=HelpFormatter,
     )
     compare.add_argument("text_a")
     compare.add_argument("text_b")
-    _hashing_options(compare)
-    _common(compare)
+    hashing_options(compare)
+    common(compare)
     compare.set_defaults(handler=run_compare)
 
+    from gpusimhash.cli_index import add_index_commands
+
+    add_index_commands(commands, sys.modules[__name__])
     return parser
 
 

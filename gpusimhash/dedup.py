@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
+from gpusimhash.clusters import POLICIES, cluster_labels, cluster_summary, keep_one
 from gpusimhash.codes import estimate_cosine, hamming
 from gpusimhash.fingerprint import fingerprint, resolve_device
 from gpusimhash.neardup import near_duplicate_groups, resolve_radius
@@ -27,7 +28,6 @@ from gpusimhash.readers import InputError, read_batches
 from gpusimhash.text import TextFeaturizer
 from gpusimhash.writers import RecordWriter
 
-KEEP_POLICIES = ("first", "longest", "score")
 SAMPLED_PAIRS = 1500
 MAX_EVALUATED_PAIRS = 20_000_000
 
@@ -39,8 +39,8 @@ class DedupResult:
     Attributes
     ----------
     summary : dict
-        ``input``, ``settings``, ``results``, ``ground_truth`` (or None), ``timings_s`` and
-        ``files``: JSON-safe.
+        ``input``, ``settings``, ``results``, ``ground_truth`` (or None), ``cluster_sizes``
+        (number of clusters of each size), ``timings_s`` and ``files``: JSON-safe.
     codes : ndarray, shape (n, bits // 8), dtype uint8
         Every document's fingerprint, in input order.
     cluster : ndarray, shape (n,), dtype int64
@@ -140,52 +140,14 @@ def _scores(path, batch, field_name) -> np.ndarray:
     return out
 
 
-def cluster_groups(inverse: np.ndarray, unique_pairs: np.ndarray) -> np.ndarray:
-    """Label the connected components of documents linked by identical codes or pairs.
-
-    Parameters
-    ----------
-    inverse : ndarray, shape (n,), dtype int64
-        Distinct-code index of every document.
-    unique_pairs : ndarray, shape (p, 2), dtype int64
-        Pairs of distinct codes within the radius.
-
-    Returns
-    -------
-    ndarray, shape (n,), dtype int64
-        Component label of each document, numbered by first appearance.
-    """
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import connected_components
-
-    n_unique = int(inverse.max()) + 1 if inverse.size else 0
-    graph = coo_matrix(
-        (np.ones(len(unique_pairs)), (unique_pairs[:, 0], unique_pairs[:, 1])),
-        shape=(n_unique, n_unique),
-    )
-    _, component = connected_components(graph, directed=False)
-    labels = component[inverse]
-    _, first = np.unique(labels, return_index=True)
-    renumber = np.empty(first.size, dtype=np.int64)
-    renumber[np.argsort(np.argsort(first))] = np.arange(first.size)
-    return renumber[labels] if labels.size else labels.astype(np.int64)
-
-
-def choose_kept(labels: np.ndarray, keep: str, lengths: np.ndarray, scores) -> np.ndarray:
-    """Pick one document per cluster: the first, the longest or the highest score (ties: first).
-
-    Returns the row of the kept document of each cluster, indexed by cluster label.
-    """
-    rows = np.arange(labels.size)
-    if keep == "first":
-        priority = np.zeros(labels.size)
-    elif keep == "longest":
-        priority = -lengths.astype(np.float64)
-    else:
-        priority = -scores
-    order = np.lexsort((rows, priority, labels))
-    first_of_cluster = np.r_[True, labels[order][1:] != labels[order][:-1]] if labels.size else []
-    return order[first_of_cluster]
+def _by_first_member(labels: np.ndarray) -> np.ndarray:
+    """Renumber cluster labels 0, 1, ... in order of each cluster's first document."""
+    if labels.size == 0:
+        return labels.astype(np.int64)
+    _, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
+    rank = np.empty(first.size, dtype=np.int64)
+    rank[np.argsort(first)] = np.arange(first.size)
+    return rank[inverse.reshape(-1)]
 
 
 def dedup_file(
@@ -245,8 +207,8 @@ def dedup_file(
     ValueError
         A bad option.
     """
-    if keep not in KEEP_POLICIES:
-        raise ValueError(f"keep must be one of {', '.join(KEEP_POLICIES)}, got {keep!r}")
+    if keep not in POLICIES:
+        raise ValueError(f"keep must be one of {', '.join(POLICIES)}, got {keep!r}")
     if keep == "score" and score_field is None:
         raise ValueError("keep='score' needs a score field")
     path, out_dir = Path(path), Path(out_dir)
@@ -283,11 +245,11 @@ def dedup_file(
     groups = near_duplicate_groups(first.codes, max_distance=radius)
     timings["join"] = time.perf_counter() - begin
     begin = time.perf_counter()
-    labels = cluster_groups(groups.inverse, groups.unique_pairs)
+    labels = _by_first_member(cluster_labels(groups.unique_pairs, groups.n_unique)[groups.inverse])
     sizes = np.bincount(labels, minlength=int(labels.max()) + 1 if n else 0)
-    kept_rows = choose_kept(labels, keep, first.lengths, first.scores)
-    kept = np.zeros(n, dtype=bool)
-    kept[kept_rows] = True
+    kept = keep_one(labels, policy=keep, lengths=first.lengths, scores=first.scores)
+    kept_rows = np.empty(sizes.size, dtype=np.int64)
+    kept_rows[labels[kept]] = np.flatnonzero(kept)
     in_cluster = sizes[labels] > 1 if n else np.zeros(0, dtype=bool)
     timings["cluster"] = time.perf_counter() - begin
 
@@ -342,6 +304,7 @@ def dedup_file(
             "documents_per_second": round(n / timings["total"], 1) if timings["total"] else 0.0,
         },
         "ground_truth": _evaluate(groups, first.truth, kept, n_pairs) if truth_field else None,
+        "cluster_sizes": cluster_summary(labels).to_dict()["size_counts"],
         "timings_s": {k: round(v, 4) for k, v in timings.items()},
         "files": files,
     }

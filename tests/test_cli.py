@@ -385,3 +385,136 @@ def test_failed_run_leaves_no_partial_output(tmp_path):
     done = run("dedup", bad, "--out", out)
     assert done.returncode == 1
     assert sorted(os.listdir(out)) == []
+
+
+# ---------------------------------------------------------------- index commands
+
+
+def int_id_docs():
+    return [{"id": 100 + n, "text": d["text"]} for n, d in enumerate(DOCS)]
+
+
+def test_index_build_add_query_stats(tmp_path):
+    docs = int_id_docs()
+    first = write_input(tmp_path, "csv", docs[:10])
+    rest = tmp_path / "rest.jsonl"
+    rest.write_text("".join(json.dumps(d) + "\n" for d in docs[10:]))
+    folder = tmp_path / "idx"
+    done = run(
+        "index",
+        "build",
+        first,
+        "--id-field",
+        "id",
+        "--out",
+        folder,
+        "--bits",
+        "64",
+        "--kind",
+        "multihash",
+        "--json",
+        "-q",
+    )
+    assert done.returncode == 0, done.stderr
+    built = json.loads(done.stdout)
+    assert (built["added"], built["entries"], built["kind"], built["bits"]) == (
+        10,
+        10,
+        "multihash",
+        64,
+    )
+    done = run("index", "add", folder, rest, "--id-field", "id", "--json")
+    assert done.returncode == 0, done.stderr
+    assert "index:" in done.stderr  # progress bar
+    assert json.loads(done.stdout)["entries"] == len(docs)
+
+    queries = tmp_path / "queries.txt"
+    queries.write_text(DOCS[3]["text"] + "\n")
+    done = run(
+        "index", "query", folder, DOCS[0]["text"].upper(), "--file", queries, "-k", "3", "--json"
+    )
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout)["queries"]
+    codes = fingerprint([d["text"] for d in docs], bits=64, device="cpu")
+    for query, row in zip(answer, (0, 3), strict=True):
+        distances = hamming(codes, np.broadcast_to(codes[row], codes.shape))
+        hits = query["results"]
+        assert len(hits) == 3
+        assert [h["distance"] for h in hits] == sorted(distances)[:3]
+        for hit in hits:
+            assert hit["distance"] == distances[hit["id"] - 100]
+            assert hit["estimated_cosine"] == pytest.approx(np.cos(np.pi * hit["distance"] / 64))
+    done = run("index", "query", folder, DOCS[0]["text"], "--max-distance", "0")
+    assert done.returncode == 0, done.stderr
+    exact = sorted(100 + n for n, d in enumerate(DOCS) if d["text"] == DOCS[0]["text"])
+    assert [int(line.split()[1]) for line in done.stdout.splitlines()[1:]] == exact
+
+    done = run("index", "stats", folder)
+    assert done.returncode == 0, done.stderr
+    assert f"entries        {len(docs)}" in done.stdout
+    assert "kind           multihash" in done.stdout
+
+
+def test_index_default_ids_and_weighting(tmp_path, capsys):
+    path = write_input(tmp_path, "txt")
+    folder = tmp_path / "idx"
+    args = ["index", "build", path, "--out", folder, "--weighting", "tfidf", "--ngram", "2", "-q"]
+    assert run_in_process(args, capsys)[0] == 0
+    assert run_in_process(["index", "add", folder, path, "-q"], capsys)[0] == 0
+    code, out, _ = run_in_process(
+        ["index", "query", folder, DOCS[1]["text"], "-k", "2", "--json"], capsys
+    )
+    assert code == 0
+    ids = [hit["id"] for hit in json.loads(out)["queries"][0]["results"]]
+    assert ids == [1, 1 + len(DOCS)]  # rows, then rows continued after the largest id
+    code, out, _ = run_in_process(["index", "stats", folder, "--json"], capsys)
+    stats = json.loads(out)
+    assert (stats["entries"], stats["weighting"], stats["ngram"]) == (2 * len(DOCS), "tfidf", 2)
+
+
+def test_index_errors(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("GPUSIMHASH_TRACEBACK", raising=False)
+    path = write_input(tmp_path, "jsonl", int_id_docs())
+    folder = tmp_path / "idx"
+    assert (
+        run_in_process(["index", "build", path, "--out", folder, "--id-field", "id", "-q"], capsys)[
+            0
+        ]
+        == 0
+    )
+    string_ids = write_input(tmp_path, "parquet")
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "manifest.json").write_text("{not json")
+    cases = [
+        (["index", "build", path, "--out", folder], "already holds an index: use --force"),
+        (
+            ["index", "build", string_ids, "--out", tmp_path / "x", "--id-field", "id"],
+            r"document 0: index ids must be integers, field 'id' has 'd0'",
+        ),
+        (["index", "add", folder, path, "--id-field", "id"], "is already in the index"),
+        (["index", "query", tmp_path / "nothing", "a"], r"manifest.json: missing"),
+        (["index", "query", broken, "a"], r"manifest.json: unreadable manifest"),
+        (["index", "query", folder], "give query texts"),
+        (["index", "query", folder, "--file", tmp_path / "none.txt"], "cannot read"),
+        (["index", "stats", tmp_path / "nothing"], r"manifest.json: missing"),
+        (
+            ["index", "build", path, "--out", tmp_path / "y", "--kind", "ivf"],
+            "needs at least 256 codes",
+        ),
+    ]
+    for args, message in cases:
+        code, _, err = run_in_process([*args, "-q"], capsys)
+        assert code == 1, (args, err)
+        assert err.startswith("gpusimhash: error: "), err
+        assert err.count("\n") == 1, err
+        assert re.search(message, err), (args, err)
+    # a corrupt index file is refused by its checksum
+    faiss_file = next(folder.glob("index.*"))
+    faiss_file.write_bytes(faiss_file.read_bytes()[:-5] + b"xxxxx")
+    code, _, err = run_in_process(["index", "stats", folder], capsys)
+    assert code == 1
+    assert "SHA-256 mismatch" in err
+    code, _, err = run_in_process(["index"], capsys)
+    assert code == 2
+    assert "required: ACTION" in err

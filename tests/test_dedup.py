@@ -1,45 +1,33 @@
+import json
+
 import numpy as np
 import pytest
-from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import connected_components
 
-from gpusimhash.dedup import choose_kept, cluster_groups, dedup_file
+from gpusimhash.dedup import dedup_file
 
 
-def test_cluster_groups_match_brute_force_components():
-    rng = np.random.default_rng(0)
-    for _ in range(20):
-        n_unique = int(rng.integers(1, 30))
-        inverse = rng.integers(0, n_unique, 60)
-        inverse[:n_unique] = np.arange(n_unique)  # every distinct code appears
-        pairs = np.unique(
-            np.sort(rng.integers(0, n_unique, (int(rng.integers(0, 20)), 2)), 1), axis=0
-        )
-        pairs = pairs[pairs[:, 0] != pairs[:, 1]]
-        labels = cluster_groups(inverse, pairs)
-        # oracle: documents linked when their codes are equal or paired
-        docs = np.arange(inverse.size)
-        same = inverse[:, None] == inverse[None, :]
-        paired = np.zeros((n_unique, n_unique), bool)
-        paired[pairs[:, 0], pairs[:, 1]] = paired[pairs[:, 1], pairs[:, 0]] = True
-        linked = same | paired[inverse][:, inverse]
-        _, expected = connected_components(coo_matrix(linked), directed=False)
-        assert np.array_equal(
-            labels[:, None] == labels[None, :], expected[:, None] == expected[None, :]
-        )
-        # numbered by first appearance
-        _, first = np.unique(labels, return_index=True)
-        assert np.all(np.diff(first) > 0)
-        assert docs.size == labels.size
+def write_lines(path, lines):
+    path.write_text("".join(line + "\n" for line in lines))
+    return path
 
 
-def test_choose_kept_policies():
-    labels = np.array([0, 1, 0, 1, 2, 0])
-    lengths = np.array([5, 9, 7, 9, 1, 7])
-    scores = np.array([0.1, 3.0, 0.5, 4.0, 0.0, 0.9])
-    assert choose_kept(labels, "first", lengths, None).tolist() == [0, 1, 4]
-    assert choose_kept(labels, "longest", lengths, None).tolist() == [2, 1, 4]  # ties: first
-    assert choose_kept(labels, "score", lengths, scores).tolist() == [5, 3, 4]
+def test_clusters_and_keep_policies(tmp_path):
+    lines = ["blue sky", "red fox", "red fox red fox", "blue sky", "red fox", "green tea"]
+    path = write_lines(tmp_path / "a.txt", lines)
+    # 64-bit codes: "red fox" and "red fox red fox" have the same features, doubled weights
+    for keep, expected in (("first", [0, 1, 5]), ("longest", [0, 2, 5])):
+        result = dedup_file(path, tmp_path / keep, bits=64, max_distance=0, keep=keep)
+        assert np.flatnonzero(result.kept).tolist() == expected
+        assert result.cluster.tolist() == [0, 1, 1, 0, 1, -1]
+        assert result.summary["cluster_sizes"] == {"1": 1, "2": 1, "3": 1}
+
+
+def test_keep_by_score(tmp_path):
+    path = tmp_path / "a.jsonl"
+    docs = [{"text": "same words", "s": 1}, {"text": "same words", "s": 5}, {"text": "x", "s": 0}]
+    path.write_text("".join(json.dumps(d) + "\n" for d in docs))
+    result = dedup_file(path, tmp_path / "o", max_distance=0, keep="score", score_field="s")
+    assert result.kept.tolist() == [False, True, True]
 
 
 def test_dedup_file_refuses_bad_options(tmp_path):
