@@ -257,7 +257,8 @@ def _read_lines(stream: IO[bytes], path: Path) -> Iterator[tuple[int, str]]:
     line = 0
     try:
         for line, raw in enumerate(stream, 1):
-            yield line, _decode(raw, path, line).rstrip("\r\n")
+            content = _decode(raw, path, line).rstrip("\r\n")
+            yield line, content.removeprefix("\ufeff") if line == 1 else content
     except (OSError, EOFError, gzip.BadGzipFile) as error:
         raise InputError(f"{_where(path, line + 1)}: cannot read ({error})") from None
 
@@ -296,7 +297,7 @@ def _field(record: dict, field: str, path: Path, line: int) -> Any:
 def _csv_rows(stream, path, format, text_field, id_field):
     """Yield ``(id, text, record)`` from a CSV or TSV file with a header row."""
     csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
-    text = io.TextIOWrapper(stream, encoding="utf-8", newline="")
+    text = io.TextIOWrapper(stream, encoding="utf-8-sig", newline="")
     reader = csv.reader(text, delimiter="\t" if format == "tsv" else ",")
     try:
         try:

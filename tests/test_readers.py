@@ -121,6 +121,14 @@ def test_blank_jsonl_lines_are_skipped_but_counted_in_errors(tmp_path):
     assert read_all(path)[3] == ["a", "b"]
 
 
+def test_byte_order_marks_are_ignored(tmp_path):
+    (tmp_path / "bom.csv").write_bytes("\ufefftext,id\na,1\n".encode())
+    (tmp_path / "bom.jsonl").write_bytes('\ufeff{"text": "a"}\n'.encode())
+    (tmp_path / "bom.txt").write_bytes("\ufeffa\n".encode())
+    for name in ("bom.csv", "bom.jsonl", "bom.txt"):
+        assert read_all(tmp_path / name)[3] == ["a"]
+
+
 def test_empty_files_give_no_batches(tmp_path):
     for name in ("e.jsonl", "e.csv", "e.txt"):
         (tmp_path / name).write_text("")
