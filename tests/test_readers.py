@@ -263,6 +263,16 @@ def test_writer_failure_keeps_the_previous_file(tmp_path):
     assert os.listdir(tmp_path) == ["out.parquet"]
 
 
+def test_written_files_get_the_default_mode(tmp_path):
+    old = os.umask(0o027)
+    try:
+        with RecordWriter(tmp_path / "out.jsonl") as writer:
+            writer.write(DOCS)
+    finally:
+        os.umask(old)
+    assert (tmp_path / "out.jsonl").stat().st_mode & 0o777 == 0o640
+
+
 def test_empty_parquet_output_is_readable(tmp_path):
     path = tmp_path / "empty.parquet"
     with RecordWriter(path):
