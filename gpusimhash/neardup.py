@@ -503,6 +503,5 @@ def _expand_pairs(inverse: np.ndarray, unique_pairs: np.ndarray) -> np.ndarray:
     left_parts.append(left)
     right_parts.append(right)
     left, right = np.concatenate(left_parts), np.concatenate(right_parts)
-    i, j = np.minimum(left, right), np.maximum(left, right)
-    order = np.lexsort((j, i))
-    return np.stack([i[order], j[order]], axis=1).astype(np.int64, copy=False)
+    keys = np.sort(np.minimum(left, right) * n + np.maximum(left, right))
+    return np.stack([keys // max(n, 1), keys % max(n, 1)], axis=1).astype(np.int64, copy=False)
