@@ -55,6 +55,7 @@ def write_json(name: str, payload: dict) -> Path:
     with tempfile.NamedTemporaryFile("w", dir=RESULTS, delete=False, suffix=".tmp") as handle:
         json.dump(payload, handle, indent=2)
         handle.write("\n")
+    os.chmod(handle.name, 0o644)
     os.replace(handle.name, target)
     return target
 
