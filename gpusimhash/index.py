@@ -346,9 +346,9 @@ class SimHashIndex:
         unique, counts = np.unique(array, return_counts=True)
         if (counts > 1).any():
             raise ValueError(f"ids must be unique, id {int(unique[counts > 1][0])} repeats")
-        clash = np.intersect1d(array, stored)
+        clash = stored[np.isin(stored, array)]
         if clash.size:
-            first = int(clash[0])
+            first = int(clash.min())
             if np.isin(first, self._tombstones):
                 raise ValueError(f"id {first} was removed but is still tombstoned; compact() first")
             raise ValueError(f"id {first} is already in the index")
@@ -381,11 +381,12 @@ class SimHashIndex:
         array = np.atleast_1d(np.asarray(ids))
         if array.dtype.kind not in "iu":
             raise TypeError(f"ids must be integers, got dtype {array.dtype}")
-        live = np.intersect1d(array.astype(np.int64), self._stored_ids())
-        live = np.setdiff1d(live, self._tombstones)
+        stored = self._stored_ids()
+        live = np.unique(stored[np.isin(stored, array.astype(np.int64))])
+        live = live[~np.isin(live, self._tombstones)]
         if self._kind == "flat":
             return int(
-                self._index.remove_ids(faiss.IDSelectorArray(live.size, faiss.swig_ptr(live)))
+                self._index.remove_ids(faiss.IDSelectorBatch(live.size, faiss.swig_ptr(live)))
             )
         self._tombstones = np.union1d(self._tombstones, live)
         return int(live.size)
