@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import gzip
-import json
 import os
 import platform
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
+
+from gpusimhash import writers
 
 DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "data" / "pypi_summaries.txt.gz"
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -52,11 +52,7 @@ def write_json(name: str, payload: dict) -> Path:
     """Write a result file atomically under bench/results/."""
     RESULTS.mkdir(parents=True, exist_ok=True)
     target = RESULTS / name
-    with tempfile.NamedTemporaryFile("w", dir=RESULTS, delete=False, suffix=".tmp") as handle:
-        json.dump(payload, handle, indent=2)
-        handle.write("\n")
-    os.chmod(handle.name, 0o644)
-    os.replace(handle.name, target)
+    writers.write_json(target, payload)
     return target
 
 
@@ -71,6 +67,7 @@ def peer_path(package: str, peers_dir: Path) -> Path | None:
             [sys.executable, "-m", "pip", "install", "--quiet", "--target", str(target), package],
             capture_output=True,
             text=True,
+            check=False,
         )
         if done.returncode != 0:
             print(f"could not install {package}: {done.stderr.strip()[-300:]}", file=sys.stderr)

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import load_lines  # noqa: E402
+from _common import load_lines
 
 WORD = re.compile(r"\w+")
 

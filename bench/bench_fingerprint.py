@@ -19,10 +19,10 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import DEFAULT_CORPUS, load_lines, machine, peer_path, print_table, write_json  # noqa: E402
+from _common import DEFAULT_CORPUS, load_lines, machine, peer_path, print_table, write_json
 
-from gpusimhash import TextFeaturizer, fingerprint  # noqa: E402
-from gpusimhash._cpu import fingerprint_batch  # noqa: E402
+from gpusimhash import TextFeaturizer, fingerprint
+from gpusimhash._cpu import fingerprint_batch
 
 PEERS = {
     "simhash-pybind words": "simhash-pybind",

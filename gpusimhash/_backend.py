@@ -19,7 +19,7 @@ def cupy_module() -> ModuleType | None:
     """Return the cupy module, or None when it is not installed or fails to import."""
     try:
         import cupy
-    except Exception:  # a broken CUDA install raises more than ImportError
+    except Exception:  # noqa: BLE001 - a broken CUDA install raises more than ImportError
         return None
     return cupy
 
@@ -42,7 +42,7 @@ def gpu_available() -> bool:
         return False
     try:
         return cupy.cuda.runtime.getDeviceCount() > 0
-    except Exception:  # no driver, no device: CUDARuntimeError and friends
+    except Exception:  # noqa: BLE001 - no driver, no device: CUDARuntimeError and friends
         return False
 
 

@@ -116,7 +116,7 @@ def cosine_radius(min_cosine: float, bits: int) -> int:
     >>> cosine_radius(1.0, 256)
     0
     """
-    bits = _check_bits(bits)
+    bits = _validate.positive_integer(bits, "bits")
     c = float(min_cosine)
     if not (-1.0 <= c <= 1.0):
         raise ValueError(f"min_cosine must be in [-1, 1], got {min_cosine!r}")
@@ -164,7 +164,7 @@ def radius_recall(true_cosine, *, bits: int, max_distance: int):
     >>> round(radius_recall(0.95, bits=256, max_distance=cosine_radius(0.9, 256)), 3)
     0.983
     """
-    bits = _check_bits(bits)
+    bits = _validate.positive_integer(bits, "bits")
     radius = _check_radius(max_distance)
     c = np.asarray(true_cosine, dtype=np.float64)
     if not np.all((c >= -1.0) & (c <= 1.0)):
@@ -267,12 +267,6 @@ def _check_radius(max_distance) -> int:
     return int(max_distance)
 
 
-def _check_bits(bits) -> int:
-    if isinstance(bits, bool) or not isinstance(bits, int | np.integer) or bits <= 0:
-        raise ValueError(f"bits must be a positive integer, got {bits!r}")
-    return int(bits)
-
-
 def _collapse(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Distinct rows of `words` and the inverse index of every row."""
     if words.shape[1] == 1:
@@ -280,14 +274,6 @@ def _collapse(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return unique[:, None], inverse.astype(np.int64, copy=False)
     unique, inverse = np.unique(words, axis=0, return_inverse=True)
     return unique, inverse.reshape(-1).astype(np.int64, copy=False)
-
-
-def popcount(x: np.ndarray) -> np.ndarray:
-    """Count the set bits of each uint64 (result uint8)."""
-    if hasattr(np, "bitwise_count"):
-        return np.bitwise_count(x)
-    table = np.array([i.bit_count() for i in range(256)], dtype=np.uint8)
-    return table[x[..., None].view(np.uint8)].sum(axis=-1, dtype=np.uint8)
 
 
 def _join(words, idx, free, radius, found, depth=0) -> None:
@@ -435,9 +421,9 @@ def _table(words, idx, segments, free, radius, depth) -> list[np.ndarray]:
         left = np.repeat(chunk_pos, chunk_counts)
         first = np.cumsum(chunk_counts) - chunk_counts
         right = left + 1 + (np.arange(left.size) - np.repeat(first, chunk_counts))
-        distance = popcount(sorted_words[left, 0] ^ sorted_words[right, 0]).astype(np.int32)
+        distance = np.bitwise_count(sorted_words[left, 0] ^ sorted_words[right, 0]).astype(np.int32)
         for w in range(1, words.shape[1]):
-            distance += popcount(sorted_words[left, w] ^ sorted_words[right, w])
+            distance += np.bitwise_count(sorted_words[left, w] ^ sorted_words[right, w])
         keep = distance <= radius
         _append_pairs(members[left[keep]], members[right[keep]], words.shape[0], found)
     return found

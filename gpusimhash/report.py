@@ -8,8 +8,6 @@ true cosine of sampled pairs, and the distribution of cluster sizes. Plots need 
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -18,7 +16,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from gpusimhash.text import TextFeaturizer
-from gpusimhash.writers import file_mode
+from gpusimhash.writers import atomic_path
 
 PLOTS = {
     "hamming": "hamming_distances.png",
@@ -89,14 +87,10 @@ def _pyplot() -> Any:
 
 def _save(fig: Any, path: Path) -> None:
     """Save a figure atomically and close it."""
-    handle, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".png")
-    os.close(handle)
     try:
-        fig.savefig(name, dpi=110)
-        os.chmod(name, file_mode())
-        os.replace(name, path)
+        with atomic_path(path) as name:
+            fig.savefig(name, dpi=110, format="png")
     finally:
-        Path(name).unlink(missing_ok=True)
         fig.clf()
 
 
@@ -275,11 +269,6 @@ def write_report(
         ]
         lines += [""]
     path = folder / "report.md"
-    handle, name = tempfile.mkstemp(dir=folder, prefix=".report.md.", suffix=".tmp")
-    with os.fdopen(handle, "w", encoding="utf-8") as stream:
-        stream.write("\n".join(lines))
-        stream.flush()
-        os.fsync(stream.fileno())
-    os.chmod(name, file_mode())
-    os.replace(name, path)
+    with atomic_path(path) as name:
+        Path(name).write_text("\n".join(lines), encoding="utf-8")
     return path

@@ -7,10 +7,12 @@ sees a half-written file, and a failed run leaves the previous file as it was.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -32,6 +34,49 @@ def file_mode() -> int:
     return 0o666 & ~mask
 
 
+@contextlib.contextmanager
+def atomic_path(path: str | Path) -> Iterator[str]:
+    """Yield a temporary file name beside ``path``; move the file into place on success.
+
+    The caller writes the temporary file; when the ``with`` block ends without an error it is
+    flushed to disk, given the default file mode and renamed over ``path``. On an error it is
+    removed and ``path`` stays as it was.
+
+    Parameters
+    ----------
+    path : str or Path
+        Destination.
+
+    Yields
+    ------
+    str
+        The temporary file's name, in the destination's folder.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "a.txt")
+    >>> with atomic_path(path) as name:
+    ...     _ = open(name, "w").write("done")
+    >>> open(path).read()
+    'done'
+    """
+    path = Path(path)
+    handle, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(handle)
+    try:
+        yield name
+        descriptor = os.open(name, os.O_RDONLY)
+        try:
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
+        os.chmod(name, file_mode())
+        os.replace(name, path)
+    finally:
+        Path(name).unlink(missing_ok=True)
+
+
 def write_json(path: str | Path, payload: Any) -> None:
     """Write a JSON document atomically (temporary file, fsync, rename).
 
@@ -50,18 +95,9 @@ def write_json(path: str | Path, payload: Any) -> None:
     >>> json.load(open(path))
     {'n': 1}
     """
-    path = Path(path)
-    handle, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            json.dump(payload, stream, indent=2, ensure_ascii=False, default=str)
-            stream.write("\n")
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.chmod(name, file_mode())
-        os.replace(name, path)
-    finally:
-        Path(name).unlink(missing_ok=True)
+    with atomic_path(path) as name, open(name, "w", encoding="utf-8") as stream:
+        json.dump(payload, stream, indent=2, ensure_ascii=False, default=str)
+        stream.write("\n")
 
 
 class RecordWriter:

@@ -8,7 +8,7 @@ from gpusimhash import candidates, estimate_cosine, hamming, hamming_matrix
 
 
 def popcount_distance(a: np.ndarray, b: np.ndarray) -> int:
-    return sum(bin(x ^ y).count("1") for x, y in zip(a.tolist(), b.tolist(), strict=True))
+    return sum((x ^ y).bit_count() for x, y in zip(a.tolist(), b.tolist(), strict=True))
 
 
 def code_sets(max_rows=12):
@@ -79,7 +79,8 @@ def test_candidates_are_exactly_the_pairs_sharing_a_block(shape, n, seed):
     # few distinct values per byte so that blocks collide often
     codes = rng.choice(np.array([0, 1, 0x80, 0xFF], np.uint8), size=(n, width))
     pairs = candidates(codes, num_blocks)
-    assert pairs.dtype == np.int64 and pairs.shape[1] == 2
+    assert pairs.dtype == np.int64
+    assert pairs.shape[1] == 2
     assert [tuple(p) for p in pairs.tolist()] == brute_force_candidates(codes, num_blocks)
 
 

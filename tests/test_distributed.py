@@ -3,11 +3,11 @@ import pandas as pd
 import pytest
 
 dask = pytest.importorskip("dask")
-import dask.bag as db  # noqa: E402
-import dask.dataframe as dd  # noqa: E402
+import dask.bag as db
+import dask.dataframe as dd
 
-from gpusimhash import TextFeaturizer, fingerprint  # noqa: E402
-from gpusimhash.distributed import fingerprint_collection  # noqa: E402
+from gpusimhash import TextFeaturizer, fingerprint
+from gpusimhash.distributed import fingerprint_collection
 
 TEXTS = [f"document {i} about topic {i % 7} and word{i % 3}" for i in range(50)] + [""]
 

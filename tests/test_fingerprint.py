@@ -81,7 +81,8 @@ def test_negating_weights_flips_every_bit_that_is_not_a_tie(vector, bits, seed):
     original = np.unpackbits(code, bitorder="little").astype(bool)
     negative = np.unpackbits(flipped, bitorder="little").astype(bool)
     assert np.array_equal(original[~ties], ~negative[~ties])
-    assert not original[ties].any() and not negative[ties].any()
+    assert not original[ties].any()
+    assert not negative[ties].any()
 
 
 @given(st.lists(int_vector, min_size=1, max_size=8))
@@ -132,7 +133,8 @@ def test_empty_input_gives_an_empty_array():
     for empty in ([], iter([]), sp.csr_matrix((0, 3))):
         kwargs = {"vocabulary": ["a", "b", "c"]} if sp.issparse(empty) else {}
         codes = fingerprint(empty, bits=32, device="cpu", **kwargs)
-        assert codes.shape == (0, 4) and codes.dtype == np.uint8
+        assert codes.shape == (0, 4)
+        assert codes.dtype == np.uint8
 
 
 def test_every_multiple_of_eight_up_to_4096_bits_is_accepted():

@@ -73,7 +73,9 @@ def test_astral_characters_hash_as_surrogate_pairs():
 
 def test_continue_from_a_state_equals_hashing_the_concatenation():
     units = utf16_units("helloworld")
-    head = fnv1a_continue(np.array([FNV_OFFSET_BASIS], np.uint32), units, np.array([0]), np.array([5]))
+    head = fnv1a_continue(
+        np.array([FNV_OFFSET_BASIS], np.uint32), units, np.array([0]), np.array([5])
+    )
     tail = fnv1a_continue(head, units, np.array([5]), np.array([5]))
     assert int(tail[0]) == fnv1a_python("helloworld")
 

@@ -16,14 +16,14 @@ from gpusimhash.unicode_tables import load_tables
 ALPHABET = "aZ_9 \t\n.,!-'ÀéÖßΣσςЖжд漢字かな\u0301\u0130\U0001d518\U0001f600\U00010400\U00010428"
 texts_strategy = st.lists(st.text(alphabet=ALPHABET, max_size=40), min_size=1, max_size=12)
 CONFIGS = [
-    dict(analyzer="word", ngram=1, weighting="count"),
-    dict(analyzer="word", ngram=2, weighting="count"),
-    dict(analyzer="word", ngram=3, weighting="binary"),
-    dict(analyzer="word", ngram=1, weighting="logtf"),
-    dict(analyzer="char", ngram=1, weighting="count"),
-    dict(analyzer="char", ngram=3, weighting="count"),
-    dict(analyzer="char", ngram=5, weighting="logtf"),
-    dict(analyzer="word", ngram=2, weighting="count", lowercase=False),
+    {"analyzer": "word", "ngram": 1, "weighting": "count"},
+    {"analyzer": "word", "ngram": 2, "weighting": "count"},
+    {"analyzer": "word", "ngram": 3, "weighting": "binary"},
+    {"analyzer": "word", "ngram": 1, "weighting": "logtf"},
+    {"analyzer": "char", "ngram": 1, "weighting": "count"},
+    {"analyzer": "char", "ngram": 3, "weighting": "count"},
+    {"analyzer": "char", "ngram": 5, "weighting": "logtf"},
+    {"analyzer": "word", "ngram": 2, "weighting": "count", "lowercase": False},
 ]
 
 
@@ -56,7 +56,9 @@ def test_vectorized_transform_equals_the_plain_python_definition(config, texts):
         ):
             got[state] = got.get(state, 0.0) + weight
         features = featurizer.features(text)
-        expected = dict(zip(feature_states(list(features)).tolist(), features.values(), strict=True))
+        expected = dict(
+            zip(feature_states(list(features)).tolist(), features.values(), strict=True)
+        )
         assert got == expected
 
 
@@ -66,9 +68,7 @@ def test_vectorized_transform_equals_the_plain_python_definition(config, texts):
 def test_text_codes_equal_codes_of_the_features(config, texts, bits):
     featurizer = TextFeaturizer(**config)
     from_text = fingerprint(texts, featurizer=featurizer, bits=bits, device="cpu")
-    from_features = fingerprint(
-        [featurizer.features(t) for t in texts], bits=bits, device="cpu"
-    )
+    from_features = fingerprint([featurizer.features(t) for t in texts], bits=bits, device="cpu")
     np.testing.assert_array_equal(from_text, from_features)
 
 
@@ -129,7 +129,10 @@ def test_config_round_trips_through_json_with_identical_codes():
         ({"version": 1, "analyzer": "word"}, "lacks the key"),
         (
             {
-                "version": 1, "analyzer": "word", "ngram": 1, "weighting": "tfidf",
+                "version": 1,
+                "analyzer": "word",
+                "ngram": 1,
+                "weighting": "tfidf",
                 "lowercase": True,
                 "document_frequencies": {"n_docs": 2, "states": [5, 3], "df": [1, 1]},
             },
