@@ -64,3 +64,61 @@ def test_kernel_file_compiles_for_sm90(tmp_path, filename):
     spills = re.findall(r"(\d+) bytes spill stores", result.stderr)
     assert spills, result.stderr
     assert all(int(count) == 0 for count in spills), result.stderr
+
+
+def _nvrtc_library():
+    """Load libnvrtc (the runtime compiler CuPy uses) from the nvidia-cuda-nvrtc wheel, or None."""
+    import ctypes
+    import ctypes.util
+    import importlib.util
+    from pathlib import Path
+
+    candidates = []
+    for package in ("nvidia.cu13", "nvidia.cuda_nvrtc"):
+        try:
+            spec = importlib.util.find_spec(package)
+        except ModuleNotFoundError:
+            continue
+        for folder in spec.submodule_search_locations if spec else []:
+            candidates += sorted(Path(folder, "lib").glob("libnvrtc.so*"))
+    found = ctypes.util.find_library("nvrtc")
+    candidates += [found] if found else []
+    for candidate in candidates:
+        try:
+            return ctypes.CDLL(str(candidate))
+        except OSError:
+            continue
+    return None
+
+
+@pytest.mark.parametrize("filename", sorted(_cuda.KERNELS))
+def test_kernel_file_compiles_with_nvrtc_as_cupy_does(filename):
+    """The runtime path: NVRTC (no host headers), the same options and name expressions."""
+    import ctypes
+
+    library = _nvrtc_library()
+    if library is None:
+        pytest.skip("libnvrtc is not installed (pip install nvidia-cuda-nvrtc)")
+    program = ctypes.c_void_p()
+    source = _cuda.kernel_source(filename).encode()
+    assert (
+        library.nvrtcCreateProgram(ctypes.byref(program), source, filename.encode(), 0, None, None)
+        == 0
+    )
+    names = _cuda.KERNELS[filename]
+    for name in names:
+        assert library.nvrtcAddNameExpression(program, name.encode()) == 0
+    options = [option.encode() for option in (*_cuda.COMPILE_OPTIONS, "-arch=compute_90")]
+    status = library.nvrtcCompileProgram(
+        program, len(options), (ctypes.c_char_p * len(options))(*options)
+    )
+    log_size = ctypes.c_size_t()
+    library.nvrtcGetProgramLogSize(program, ctypes.byref(log_size))
+    log = ctypes.create_string_buffer(log_size.value)
+    library.nvrtcGetProgramLog(program, log)
+    assert status == 0, log.value.decode(errors="replace")
+    for name in names:
+        lowered = ctypes.c_char_p()
+        assert library.nvrtcGetLoweredName(program, name.encode(), ctypes.byref(lowered)) == 0
+        assert lowered.value.startswith(b"_Z")
+    library.nvrtcDestroyProgram(ctypes.byref(program))
