@@ -192,10 +192,9 @@ def _plan(codes, radius, recall, max_tables, rng) -> tuple[int, int] | None:
 def _search(codes, words, tables, radius) -> np.ndarray:
     """Sorted unique keys ``a * n + b`` of the verified pairs that share a key in some table."""
     n = codes.shape[0]
-    bit_matrix = np.unpackbits(codes, axis=1, bitorder="little")
 
     def run(positions):
-        return _table(codes, words, bit_matrix, positions, radius)
+        return _table(codes, words, positions, radius)
 
     found = np.empty(0, dtype=np.int64)
     pending: list[np.ndarray] = []
@@ -218,13 +217,13 @@ def _search(codes, words, tables, radius) -> np.ndarray:
     return np.unique(np.concatenate([found, *pending]))
 
 
-def _table(codes, words, bit_matrix, positions, radius) -> np.ndarray:
+def _table(codes, words, positions, radius) -> np.ndarray:
     """Keys ``a * n + b`` of the pairs within `radius` that agree on the bits `positions`."""
     n = codes.shape[0]
-    packed = np.packbits(bit_matrix[:, positions], axis=1, bitorder="little")
-    padded = np.zeros((n, 8), dtype=np.uint8)
-    padded[:, : packed.shape[1]] = packed
-    key = padded.view(np.uint64)[:, 0]
+    key = np.zeros(n, dtype=np.uint64)
+    for j, position in enumerate(positions):
+        bit = (words[:, position // 64] >> np.uint64(position % 64)) & np.uint64(1)
+        key |= bit << np.uint64(j)
     order = np.argsort(key)
     sorted_key = key[order]
     change = np.flatnonzero(sorted_key[1:] != sorted_key[:-1]) + 1
