@@ -6,6 +6,7 @@ from gpusimhash.codes import candidates, estimate_cosine, hamming, hamming_matri
 from gpusimhash.features import FeatureBatch
 from gpusimhash.fingerprint import fingerprint
 from gpusimhash.index import SimHashIndex
+from gpusimhash.lshjoin import approximate_near_duplicate_groups, approximate_near_duplicates
 from gpusimhash.neardup import (
     cosine_radius,
     near_duplicate_groups,
@@ -21,6 +22,8 @@ __all__ = [
     "SimHashIndex",
     "TextFeaturizer",
     "__version__",
+    "approximate_near_duplicate_groups",
+    "approximate_near_duplicates",
     "candidates",
     "cluster_labels",
     "cluster_near_duplicates",
