@@ -43,6 +43,9 @@ THREADS_PER_BLOCK = 256
 BLOCKS_PER_SM = 32
 # Entries per accumulation task: longer documents are split and their slot sums merged.
 TASK_SIZE = 1024
+# Bit-sliced counter planes of the unit-weight kernel (GSH_COUNT_PLANES in simhash.cu): a task's
+# entry count must fit in them.
+COUNT_PLANES = 11
 # Flags written by text_classify.
 FLAG_WORD, FLAG_KEEP, FLAG_TOKEN_START = 1, 2, 4
 # Device bytes budgeted per entry (accumulation) and per code point (text), temporaries included.
@@ -190,6 +193,8 @@ class Engine:
     def __init__(
         self, xp: ModuleType, launch: Launch, tables: tuple[Any, Any], *, task_size: int = TASK_SIZE
     ) -> None:
+        if not 1 <= task_size < 2**COUNT_PLANES:
+            raise ValueError(f"task_size must be in [1, {2**COUNT_PLANES}), got {task_size}")
         self.xp = xp
         self.launch = launch
         self.word_table, self.lower_table = tables

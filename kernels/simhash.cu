@@ -8,7 +8,9 @@
 // one. Grid-stride loops make every kernel correct for any grid.
 //
 // Each thread applies the seed suffix to its entries' states, draws their xorshift32 words up to
-// its own, and sums +q / -q for its 32 slots in registers. A document with one task packs its
+// its own, and sums +q / -q for its 32 slots in registers; with unit weights it counts the set
+// bits of its 32 slots in bit-sliced counters instead (3 logic operations per counter plane
+// and entry, rather than 32 int64 additions), which is exact as well. A document with one task packs its
 // sign bits straight into the FAISS layout (bit i in byte i / 8 at position i % 8); a longer
 // document adds its partial slot sums to an int64 row of `partials` with integer atomics, and
 // simhash_pack_partials packs those rows afterwards.
@@ -51,6 +53,21 @@ __global__ void simhash_max_abs(const double* weights, const long long* offsets,
     }
 }
 
+// Bit-sliced counter planes for unit weights: counts up to 2**GSH_COUNT_PLANES - 1, so a task
+// holds at most that many entries (the host checks task_size).
+#define GSH_COUNT_PLANES 11
+
+// Sign word `word` of an entry: the seed suffix applied to its state, then xorshift32 drawn
+// word + 1 times.
+static __device__ __forceinline__ unsigned int sign_word(unsigned int state,
+                                                         const SeedSuffix& suffix, int word) {
+    unsigned int x = xorshift32_start(seed_state(state, suffix));
+    for (int j = 0; j <= word; ++j) {
+        x = xorshift32_next(x);
+    }
+    return x;
+}
+
 // Write the bytes of one 32-bit sign word of a code: bits 32 * word .. of the fingerprint.
 static __device__ __forceinline__ void store_word(unsigned char* code, int word, int bits,
                                                   unsigned int value) {
@@ -87,19 +104,45 @@ __global__ void simhash_accumulate(const unsigned int* states, const double* wei
                                          doc_end - offsets[doc]);
         }
         long long sums[32];
-#pragma unroll
-        for (int bit = 0; bit < 32; ++bit) {
-            sums[bit] = 0;
-        }
-        for (long long entry = start; entry < end; ++entry) {
-            const long long q = Weighted ? quantize(weights[entry], exponent) : 1;
-            unsigned int x = xorshift32_start(seed_state(states[entry], suffix));
-            for (int j = 0; j <= word; ++j) {
-                x = xorshift32_next(x);
-            }
+        if (Weighted) {
 #pragma unroll
             for (int bit = 0; bit < 32; ++bit) {
-                sums[bit] += ((x >> bit) & 1u) ? q : -q;
+                sums[bit] = 0;
+            }
+            for (long long entry = start; entry < end; ++entry) {
+                const long long q = quantize(weights[entry], exponent);
+                const unsigned int x = sign_word(states[entry], suffix, word);
+#pragma unroll
+                for (int bit = 0; bit < 32; ++bit) {
+                    sums[bit] += ((x >> bit) & 1u) ? q : -q;
+                }
+            }
+        } else {
+            // Unit weights: count the set sign bits of all 32 slots at once in bit-sliced
+            // counters (plane k holds bit k of every slot's count), then sum = 2 * ones - n.
+            unsigned int planes[GSH_COUNT_PLANES];
+#pragma unroll
+            for (int k = 0; k < GSH_COUNT_PLANES; ++k) {
+                planes[k] = 0u;
+            }
+            for (long long entry = start; entry < end; ++entry) {
+                unsigned int carry = sign_word(states[entry], suffix, word);
+#pragma unroll
+                for (int k = 0; k < GSH_COUNT_PLANES; ++k) {
+                    const unsigned int next = planes[k] & carry;
+                    planes[k] ^= carry;
+                    carry = next;
+                }
+            }
+            const long long n = end - start;
+#pragma unroll
+            for (int bit = 0; bit < 32; ++bit) {
+                long long ones = 0;
+#pragma unroll
+                for (int k = 0; k < GSH_COUNT_PLANES; ++k) {
+                    ones |= (long long)((planes[k] >> bit) & 1u) << k;
+                }
+                sums[bit] = 2 * ones - n;
             }
         }
         const long long row = partial_rows[doc];

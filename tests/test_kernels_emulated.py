@@ -254,3 +254,26 @@ def test_tfidf_before_fit_raises_the_featurizers_error(emulated_kernels):
     code_points, doc_starts = _cuda.encode_texts(["a b"])
     with pytest.raises(ValueError, match="fit"):
         engine.text_batch(code_points, doc_starts, TextFeaturizer(weighting="tfidf"))
+
+
+def test_unit_weight_counters_hold_the_largest_task(emulated_kernels):
+    """Bit-sliced counters at their limit: a task of 2**11 - 1 entries, one feature repeated."""
+    source = _cuda.kernel_source("simhash.cu")
+    assert f"#define GSH_COUNT_PLANES {_cuda.COUNT_PLANES}\n" in source
+    largest = 2**_cuda.COUNT_PLANES - 1
+    engine = emulator.engine(emulated_kernels, task_size=largest)
+    states = np.concatenate(
+        [
+            np.full(largest, 7, np.uint32),  # every slot counts 2047 ones or none
+            np.full(largest - 1, 7, np.uint32),
+            np.array([99], np.uint32),
+            np.arange(largest, dtype=np.uint32),  # a long document of distinct features
+        ]
+    )
+    offsets = np.array([0, largest, 2 * largest, 3 * largest], np.int64)
+    batch = FeatureBatch(states, offsets, None)
+    for bits in (32, 96):
+        expected = _cpu.fingerprint_batch(batch, bits=bits, seed=3)
+        np.testing.assert_array_equal(_gpu_codes(engine, batch, bits, 3), expected)
+    with pytest.raises(ValueError, match="task_size"):
+        emulator.engine(emulated_kernels, task_size=largest + 1)
