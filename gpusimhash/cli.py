@@ -65,6 +65,16 @@ def _cosine(text: str) -> float:
     return value
 
 
+def _recall(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"recall must be a number, got {text!r}") from None
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"recall must be in (0, 1), got {value}")
+    return value
+
+
 _seed = functools.partial(_integer, name="seed", low=0, high=2**32 - 1)
 _ngram = functools.partial(_integer, name="ngram", low=1)
 _batch_size = functools.partial(_integer, name="batch-size", low=1)
@@ -164,6 +174,12 @@ def build_parser() -> argparse.ArgumentParser:
     input_options(dedup)
     hashing_options(dedup)
     threshold_options(dedup)
+    dedup.add_argument_group("join").add_argument(
+        "--recall",
+        type=_recall,
+        help="approximate join: find each pair within the threshold with at least this "
+        "probability (faster for large radii over large corpora; default: exact)",
+    )
     out = dedup.add_argument_group("output")
     out.add_argument("--out", default=DEFAULT_REPORT_DIR, help="output folder")
     out.add_argument(
@@ -309,6 +325,7 @@ def run_dedup(args: argparse.Namespace) -> int:
         featurizer=featurizer_from(args),
         max_distance=args.max_distance,
         min_cosine=args.min_cosine,
+        recall=args.recall,
         keep=args.keep,
         output_format=args.output_format,
         batch_size=args.batch_size,

@@ -23,6 +23,7 @@ from tqdm import tqdm
 from gpusimhash.clusters import POLICIES, cluster_labels, cluster_summary, keep_one
 from gpusimhash.codes import estimate_cosine, hamming
 from gpusimhash.fingerprint import fingerprint, resolve_device
+from gpusimhash.lshjoin import approximate_near_duplicate_groups
 from gpusimhash.neardup import near_duplicate_groups, resolve_radius
 from gpusimhash.readers import InputError, read_batches
 from gpusimhash.text import TextFeaturizer
@@ -165,6 +166,7 @@ def dedup_file(
     featurizer: TextFeaturizer | None = None,
     max_distance: int | None = None,
     min_cosine: float | None = None,
+    recall: float | None = None,
     keep: str = "first",
     output_format: str = "jsonl",
     batch_size: int = 10_000,
@@ -188,6 +190,10 @@ def dedup_file(
         How to fingerprint (``gpusimhash.fingerprint``).
     max_distance, min_cosine
         The near-duplicate threshold: give one (a Hamming radius or a minimum estimated cosine).
+    recall : float, optional
+        Use the approximate join (``approximate_near_duplicate_groups``): every pair within the
+        radius is found with at least this probability, and no pair beyond it is reported.
+        Default: the exact join. Pays off for large radii over large corpora.
     keep : {"first", "longest", "score"}
         Which document of a cluster is kept: the first in the file, the longest text, or the
         highest ``score_field`` (ties go to the first).
@@ -242,7 +248,10 @@ def dedup_file(
     n = first.codes.shape[0]
 
     begin = time.perf_counter()
-    groups = near_duplicate_groups(first.codes, max_distance=radius)
+    if recall is None:
+        groups = near_duplicate_groups(first.codes, max_distance=radius)
+    else:
+        groups = approximate_near_duplicate_groups(first.codes, max_distance=radius, recall=recall)
     timings["join"] = time.perf_counter() - begin
     begin = time.perf_counter()
     labels = _by_first_member(cluster_labels(groups.unique_pairs, groups.n_unique)[groups.inverse])
@@ -289,6 +298,7 @@ def dedup_file(
             "ngram": featurizer.ngram,
             "weighting": featurizer.weighting,
             "max_distance": radius,
+            "join": "exact" if recall is None else f"approximate, recall >= {recall}",
             "min_estimated_cosine": float(np.cos(np.pi * radius / bits)),
             "keep": keep,
         },

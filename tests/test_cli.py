@@ -240,6 +240,24 @@ def test_dedup_without_input_runs_on_the_sample(tmp_path):
         assert (report / png).read_bytes()[:4] == b"\x89PNG"
 
 
+def test_approximate_join_finds_a_subset_of_the_exact_pairs(tmp_path, capsys):
+    results = {}
+    for name, extra in (("exact", []), ("approximate", ["--recall", "0.99"])):
+        args = ["dedup", "--bits", "128", "--max-distance", "18", "--out", tmp_path / name]
+        code, out, _ = run_in_process([*args, *extra, "-q", "--json"], capsys)
+        assert code == 0
+        results[name] = json.loads(out)
+    exact, approximate = results["exact"], results["approximate"]
+    assert approximate["settings"]["join"] == "approximate, recall >= 0.99"
+    found, total = (r["results"]["near_duplicate_pairs"] for r in (approximate, exact))
+    assert 0.95 * total <= found <= total
+    kept = {json.loads(line)["id"] for line in open(tmp_path / "exact" / "kept.jsonl")}
+    kept_approximate = {
+        json.loads(line)["id"] for line in open(tmp_path / "approximate" / "kept.jsonl")
+    }
+    assert kept <= kept_approximate  # missing pairs can only keep more documents
+
+
 def test_compare(capsys):
     a, b = "the cat sat on the mat", "the cat sat on the warm mat"
     assert main(["compare", a, b, "--bits", "64", "--seed", "7", "--json"]) == 0
@@ -318,6 +336,8 @@ def error_cases(tmp_path):
         ([], 2, "the following arguments are required: COMMAND"),
         (["compare", "a", "b", "--weighting", "tfidf"], 1, "tfidf needs a corpus"),
         (["compare", "a"], 2, "required: text_b"),
+        (["dedup", "--recall", "1.5"], 2, r"recall must be in \(0, 1\)"),
+        (["dedup", "--recall", "most"], 2, "recall must be a number"),
     ]
 
 
