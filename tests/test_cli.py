@@ -252,7 +252,10 @@ def test_approximate_join_finds_a_subset_of_the_exact_pairs(tmp_path, capsys):
     found, total = (r["results"]["near_duplicate_pairs"] for r in (approximate, exact))
     assert 0.95 * total <= found <= total
     kept, kept_approximate = (
-        {json.loads(line)["id"] for line in (tmp_path / name / "kept.jsonl").read_text().split()}
+        {
+            json.loads(line)["id"]
+            for line in (tmp_path / name / "kept.jsonl").read_text().splitlines()
+        }
         for name in ("exact", "approximate")
     )
     assert kept <= kept_approximate  # missing pairs can only keep more documents
