@@ -7,6 +7,7 @@ import os
 import platform
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from gpusimhash import writers
@@ -25,11 +26,24 @@ def load_lines(path: Path, limit: int | None = None) -> list[str]:
     return lines[:limit] if limit else lines
 
 
+def best_of(repeats: int, run) -> tuple[float, object]:
+    """Smallest wall time of ``repeats`` calls of ``run()``, and the last result."""
+    best, result = float("inf"), None
+    for _ in range(repeats):
+        start = time.perf_counter()
+        result = run()
+        best = min(best, time.perf_counter() - start)
+    return best, result
+
+
 def machine() -> dict:
     """Describe the machine and the versions a result was measured with."""
     import faiss
     import numba
     import numpy
+    import scipy
+
+    import gpusimhash
 
     cpu = "unknown"
     if Path("/proc/cpuinfo").exists():
@@ -43,8 +57,12 @@ def machine() -> dict:
         "cpu_count": os.cpu_count(),
         "python": sys.version.split()[0],
         "numpy": numpy.__version__,
+        "scipy": scipy.__version__,
         "numba": numba.__version__,
         "faiss": faiss.__version__,
+        "faiss_threads": faiss.omp_get_max_threads(),
+        "gpusimhash": gpusimhash.__version__,
+        "load_average": os.getloadavg(),
     }
 
 

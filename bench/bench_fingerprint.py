@@ -15,11 +15,18 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import DEFAULT_CORPUS, load_lines, machine, peer_path, print_table, write_json
+from _common import (
+    DEFAULT_CORPUS,
+    best_of,
+    load_lines,
+    machine,
+    peer_path,
+    print_table,
+    write_json,
+)
 
 from gpusimhash import TextFeaturizer, fingerprint
 from gpusimhash._cpu import fingerprint_batch
@@ -29,16 +36,6 @@ PEERS = {
     "simhash words": "simhash",
     "simhash default char4": "simhash",
 }
-
-
-def best_of(repeats: int, run) -> tuple[float, object]:
-    """Smallest wall time of several runs, and the last result."""
-    best, result = float("inf"), None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        result = run()
-        best = min(best, time.perf_counter() - start)
-    return best, result
 
 
 def measure_ours(texts: list[str], featurizer: TextFeaturizer, bits: int, repeats: int) -> dict:

@@ -12,39 +12,17 @@ index, and the cost of removing ids (flat: in place; multihash: tombstones).
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
-import os
-import platform
 import sys
-import time
 from pathlib import Path
 
 import faiss
 import numpy as np
-import scipy
 
-import gpusimhash
 from gpusimhash import SimHashIndex, fingerprint, near_duplicate_groups
 
-RESULTS = Path(__file__).resolve().parent / "results"
-
-
-def read_texts(path: Path, limit: int | None) -> list[str]:
-    with gzip.open(path, "rt", encoding="utf-8") as stream:
-        texts = stream.read().split("\n")
-    if texts and texts[-1] == "":
-        texts.pop()
-    return texts[:limit] if limit else texts
-
-
-def timed(function, repeat=1):
-    best, result = float("inf"), None
-    for _ in range(repeat):
-        start = time.perf_counter()
-        result = function()
-        best = min(best, time.perf_counter() - start)
-    return best, result
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import DEFAULT_CORPUS, best_of, load_lines, machine, write_json
 
 
 def pair_keys(pairs: np.ndarray, n: int) -> np.ndarray:
@@ -74,12 +52,12 @@ def join_rows(args, codes: np.ndarray) -> list[dict]:
     values = np.unique(codes.view("<u8")[:, 0]) if codes.shape[1] == 8 else None
     rows = []
     for radius in args.radii:
-        seconds, groups = timed(lambda r=radius: near_duplicate_groups(codes, max_distance=r))
+        seconds, groups = best_of(1, lambda r=radius: near_duplicate_groups(codes, max_distance=r))
         n_unique = groups.n_unique
         unique = np.zeros((n_unique, codes.shape[1]), dtype=np.uint8)
         unique[groups.inverse] = codes  # distinct codes, numbered as in groups
         reference = pair_keys(groups.unique_pairs, n_unique)
-        expand_seconds, expanded = timed(groups.pairs)
+        expand_seconds, expanded = best_of(1, groups.pairs)
         row = {
             "radius": radius,
             "n_docs": len(codes),
@@ -112,7 +90,7 @@ def join_rows(args, codes: np.ndarray) -> list[dict]:
 
             peers["faiss_flat_range"] = flat
         for name, run in peers.items():
-            peer_seconds, pairs = timed(run)
+            peer_seconds, pairs = best_of(1, run)
             same = bool(np.array_equal(pair_keys(pairs, n_unique), reference))
             row[f"{name}_s"] = peer_seconds
             row[f"{name}_same_pairs"] = same
@@ -129,8 +107,8 @@ def knn_rows(args, codes: np.ndarray) -> list[dict]:
     ours.add(codes)
     raw = faiss.IndexBinaryFlat(bits)
     raw.add(codes)
-    raw_s, raw_result = timed(lambda: raw.search(queries, args.k), repeat=3)
-    ours_s, result = timed(lambda: ours.search(queries, args.k), repeat=3)
+    raw_s, raw_result = best_of(3, lambda: raw.search(queries, args.k))
+    ours_s, result = best_of(3, lambda: ours.search(queries, args.k))
     same = bool(np.array_equal(raw_result[0], result.distances))
     rows = [
         {
@@ -148,15 +126,15 @@ def knn_rows(args, codes: np.ndarray) -> list[dict]:
     )
     # Removal cost: flat removes in place (one pass per call), multihash keeps tombstones.
     remove_ids = rng.choice(len(codes), args.remove, replace=False)
-    flat_remove_s, _ = timed(lambda: ours.remove(remove_ids))
+    flat_remove_s, _ = best_of(1, lambda: ours.remove(remove_ids))
     one_id = np.setdiff1d(ours.ids()[:2], remove_ids)[:1]
-    one_s, _ = timed(lambda: ours.remove(one_id))
+    one_s, _ = best_of(1, lambda: ours.remove(one_id))
     multihash = SimHashIndex(bits, kind="multihash")
     multihash.add(codes)
-    before_s, _ = timed(lambda: multihash.search(queries, args.k), repeat=3)
-    tomb_s, _ = timed(lambda: multihash.remove(remove_ids))
-    after_s, _ = timed(lambda: multihash.search(queries, args.k), repeat=3)
-    compact_s, _ = timed(multihash.compact)
+    before_s, _ = best_of(3, lambda: multihash.search(queries, args.k))
+    tomb_s, _ = best_of(1, lambda: multihash.remove(remove_ids))
+    after_s, _ = best_of(3, lambda: multihash.search(queries, args.k))
+    compact_s, _ = best_of(1, multihash.compact)
     rows.append(
         {
             "kind": "remove",
@@ -172,26 +150,9 @@ def knn_rows(args, codes: np.ndarray) -> list[dict]:
     return rows
 
 
-def machine() -> dict:
-    return {
-        "platform": platform.platform(),
-        "processor": platform.processor(),
-        "cpu_count": os.cpu_count(),
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "scipy": scipy.__version__,
-        "faiss": faiss.__version__,
-        "faiss_threads": faiss.omp_get_max_threads(),
-        "gpusimhash": gpusimhash.__version__,
-        "load_average": os.getloadavg(),
-    }
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "corpus", nargs="?", type=Path, default=Path("/work/shared/data/pypi_summaries.txt.gz")
-    )
+    parser.add_argument("corpus", nargs="?", type=Path, default=DEFAULT_CORPUS)
     parser.add_argument("--bits", type=int, default=64)
     parser.add_argument("--limit", type=int, default=None, help="first N documents only")
     parser.add_argument("--radii", type=int, nargs="+", default=[3, 6])
@@ -204,11 +165,11 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=2000)
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--remove", type=int, default=1000)
-    parser.add_argument("--output", type=Path, default=RESULTS / "search_cpu.json")
+    parser.add_argument("--output", default="search_cpu.json", help="file under bench/results/")
     args = parser.parse_args()
 
-    texts = read_texts(args.corpus, args.limit)
-    fingerprint_s, codes = timed(lambda: fingerprint(texts, bits=args.bits, device="cpu"))
+    texts = load_lines(args.corpus, args.limit)
+    fingerprint_s, codes = best_of(1, lambda: fingerprint(texts, bits=args.bits, device="cpu"))
     print(f"{len(texts)} documents fingerprinted in {fingerprint_s:.2f} s ({args.bits} bits)")
     joins = join_rows(args, codes)
     knn = knn_rows(args, codes)
@@ -241,9 +202,7 @@ def main() -> None:
         "machine": machine(),
         "command": "python3 bench/bench_search.py " + " ".join(sys.argv[1:]),
     }
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(report, indent=1) + "\n")
-    print(f"wrote {args.output}")
+    print(f"wrote {write_json(args.output, report)}")
 
 
 if __name__ == "__main__":
