@@ -271,7 +271,7 @@ def print_table(title: str, rows: dict[str, Any]) -> None:
     print(title)
     for key, value in rows.items():
         if isinstance(value, float):
-            value = f"{value:.4g}"
+            value = f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
         elif isinstance(value, int) and not isinstance(value, bool):
             value = f"{value:,}"
         print(f"  {key.replace('_', ' '):<{width}}  {value}")
