@@ -1,9 +1,9 @@
 """Text features: tokenization, shingling and weighting, vectorized over a whole batch.
 
-A batch of documents is joined into one array of code points and processed with whole-array NumPy
-operations: classification and lower-casing through the shipped Unicode tables, token boundaries
-from the changes of the word mask, and FNV-1a feature states computed position by position over
-all tokens at once. No Python code runs per document or per token. DESIGN.md defines the rules;
+A batch of documents is joined into one array of code points: classification and lower-casing go
+through the shipped Unicode tables as whole-array NumPy lookups, token boundaries and FNV-1a
+feature states come from compiled loops (``_jit``), and n-gram windows are whole-array index
+arithmetic. No Python code runs per document or per token. DESIGN.md defines the rules;
 ``TextFeaturizer.features`` spells them out in plain Python for one document.
 """
 
@@ -217,6 +217,8 @@ def _count_per_document(states: np.ndarray, doc: np.ndarray) -> tuple[np.ndarray
 
 def check_texts(texts: Sequence[Any], first_index: int) -> None:
     """Raise TypeError naming the first document that is not a str."""
+    if all(type(text) is str for text in texts):
+        return
     for position, text in enumerate(texts):
         if not isinstance(text, str):
             raise TypeError(
