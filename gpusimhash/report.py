@@ -3,7 +3,7 @@
 ``write_report`` writes ``report.md`` and three plots into a folder: the distribution of Hamming
 distances between the near-duplicate pairs found (against random pairs), the estimated against the
 true cosine of sampled pairs, and the distribution of cluster sizes. Plots need matplotlib
-(``pip install 'gpusimhash[plots]'``); without it the report is written without them.
+(a dependency; where it is missing the report is written without them).
 """
 
 from __future__ import annotations
@@ -234,7 +234,7 @@ def write_report(
         lines += [""]
     plt = _pyplot()
     if plt is None:
-        lines += ["Plots need matplotlib: `pip install 'gpusimhash[plots]'`.", ""]
+        lines += ["Plots need matplotlib: `pip install matplotlib`.", ""]
     else:
         keep = ~np.isnan(true)
         plot_hamming(
