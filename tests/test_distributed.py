@@ -1,10 +1,8 @@
+import dask.bag as db
+import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 import pytest
-
-dask = pytest.importorskip("dask")
-import dask.bag as db
-import dask.dataframe as dd
 
 from gpusimhash import TextFeaturizer, fingerprint
 from gpusimhash.distributed import fingerprint_collection
