@@ -19,6 +19,8 @@ from typing import IO, Any
 from gpusimhash.readers import detect_format, require_pyarrow
 
 OUTPUT_FORMATS = ("jsonl", "parquet")
+# One encoder for every record: json.dumps with options would build a new one per call.
+_encode_record = json.JSONEncoder(ensure_ascii=False, default=str).encode
 
 
 def file_mode() -> int:
@@ -169,7 +171,7 @@ class RecordWriter:
         if not records:
             return
         if self.format == "jsonl":
-            lines = "".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in records)
+            lines = "".join(_encode_record(r) + "\n" for r in records)
             self._stream.write(lines.encode("utf-8"))
         else:
             self._write_parquet(records)
