@@ -13,7 +13,8 @@ from pathlib import Path
 from gpusimhash import writers
 
 DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "data" / "pypi_summaries.txt.gz"
-RESULTS = Path(__file__).resolve().parent / "results"
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "bench" / "results"
 
 
 def load_lines(path: Path, limit: int | None = None) -> list[str]:
@@ -67,10 +68,17 @@ def machine() -> dict:
 
 
 def write_json(name: str, payload: dict) -> Path:
-    """Write a result file atomically under bench/results/."""
+    """Write a result file atomically under bench/results/, with the command and the machine."""
+    script = Path(sys.argv[0]).resolve()
+    shown = script.relative_to(ROOT) if script.is_relative_to(ROOT) else script
+    record = {
+        **payload,
+        "command": " ".join(["python", str(shown), *sys.argv[1:]]),
+        "machine": machine(),
+    }
     RESULTS.mkdir(parents=True, exist_ok=True)
     target = RESULTS / name
-    writers.write_json(target, payload)
+    writers.write_json(target, record)
     return target
 
 

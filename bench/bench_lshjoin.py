@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import machine, print_table, write_json
+from _common import print_table, write_json
 
 from gpusimhash import approximate_near_duplicates, fingerprint, near_duplicates
 from gpusimhash.synth import CorpusSpec, generate
@@ -93,8 +93,6 @@ def main() -> None:
     target = write_json(
         "lshjoin_cpu.json",
         {
-            "command": "python bench/bench_lshjoin.py " + " ".join(sys.argv[1:]),
-            "machine": machine(),
             "spec": {k: getattr(spec, k) for k in spec.__dataclass_fields__},
             "results": rows,
         },

@@ -22,7 +22,7 @@ import numpy as np
 from gpusimhash import SimHashIndex, fingerprint, near_duplicate_groups
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import DEFAULT_CORPUS, best_of, load_lines, machine, write_json
+from _common import DEFAULT_CORPUS, best_of, load_lines, write_json
 
 
 def pair_keys(pairs: np.ndarray, n: int) -> np.ndarray:
@@ -199,8 +199,6 @@ def main() -> None:
         "fingerprint_s": fingerprint_s,
         "joins": joins,
         "knn": knn,
-        "machine": machine(),
-        "command": "python3 bench/bench_search.py " + " ".join(sys.argv[1:]),
     }
     print(f"wrote {write_json(args.output, report)}")
 

@@ -33,7 +33,7 @@ from scipy.stats import binom
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
-from _common import RESULTS, machine, print_table, write_json
+from _common import RESULTS, print_table, write_json
 
 from gpusimhash import TextFeaturizer, candidates, estimate_cosine, fingerprint, hamming
 from gpusimhash.synth import CorpusSpec, generate
@@ -316,8 +316,6 @@ def main() -> None:
     target = write_json(
         "accuracy_results.json",
         {
-            "command": "python bench/accuracy/accuracy.py " + " ".join(sys.argv[1:]),
-            "machine": machine(),
             "documents": str(
                 args.docs.relative_to(ROOT) if args.docs.is_relative_to(ROOT) else args.docs
             ),

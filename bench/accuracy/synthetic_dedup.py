@@ -22,7 +22,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
-from _common import machine, print_table, write_json
+from _common import print_table, write_json
 
 from gpusimhash.dedup import dedup_file
 from gpusimhash.synth import CorpusSpec, generate
@@ -106,8 +106,6 @@ def main() -> None:
     target = write_json(
         "accuracy_synthetic_dedup.json",
         {
-            "command": "python bench/accuracy/synthetic_dedup.py " + " ".join(sys.argv[1:]),
-            "machine": machine(),
             "spec": {k: getattr(spec, k) for k in spec.__dataclass_fields__},
             "results": results,
         },
