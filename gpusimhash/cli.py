@@ -55,26 +55,21 @@ def _bits(text: str) -> int:
     return value
 
 
-def _cosine(text: str) -> float:
+def _number(text: str, name: str, low: float, high: float, *, open_interval: bool) -> float:
+    """Parse a number in ``[low, high]`` (or ``(low, high)``) for argparse."""
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"min-cosine must be a number, got {text!r}") from None
-    if not -1.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"min-cosine must be in [-1, 1], got {value}")
+        raise argparse.ArgumentTypeError(f"{name} must be a number, got {text!r}") from None
+    inside = low < value < high if open_interval else low <= value <= high
+    if not inside:
+        interval = f"({low:g}, {high:g})" if open_interval else f"[{low:g}, {high:g}]"
+        raise argparse.ArgumentTypeError(f"{name} must be in {interval}, got {value}")
     return value
 
 
-def _recall(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"recall must be a number, got {text!r}") from None
-    if not 0.0 < value < 1.0:
-        raise argparse.ArgumentTypeError(f"recall must be in (0, 1), got {value}")
-    return value
-
-
+_cosine = functools.partial(_number, name="min-cosine", low=-1.0, high=1.0, open_interval=False)
+_recall = functools.partial(_number, name="recall", low=0.0, high=1.0, open_interval=True)
 _seed = functools.partial(_integer, name="seed", low=0, high=2**32 - 1)
 _ngram = functools.partial(_integer, name="ngram", low=1)
 _batch_size = functools.partial(_integer, name="batch-size", low=1)
