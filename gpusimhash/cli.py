@@ -19,7 +19,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from gpusimhash._validate import DEVICES
 from gpusimhash.readers import FORMATS, InputError
+from gpusimhash.text import ANALYZERS, WEIGHTINGS
 
 DEFAULT_BITS = 128
 DEFAULT_MIN_COSINE = 0.9
@@ -110,21 +112,24 @@ def input_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def device_option(parser: Any) -> None:
+    """Add ``--device`` to a parser or argument group."""
+    parser.add_argument("--device", choices=DEVICES, default="auto", help="where to fingerprint")
+
+
 def hashing_options(parser: argparse.ArgumentParser) -> None:
     """Add the options that say how to fingerprint text."""
     group = parser.add_argument_group("fingerprints")
     group.add_argument("--bits", type=_bits, default=DEFAULT_BITS, help="fingerprint length")
     group.add_argument("--seed", type=_seed, default=0, help="hash seed in [0, 2**32)")
+    device_option(group)
     group.add_argument(
-        "--device", choices=("auto", "cpu", "gpu"), default="auto", help="where to fingerprint"
-    )
-    group.add_argument(
-        "--analyzer", choices=("word", "char"), default="word", help="word or character n-grams"
+        "--analyzer", choices=ANALYZERS, default="word", help="word or character n-grams"
     )
     group.add_argument("--ngram", type=_ngram, default=1, help="words or characters per feature")
     group.add_argument(
         "--weighting",
-        choices=("count", "binary", "logtf", "tfidf"),
+        choices=WEIGHTINGS,
         default="count",
         help="feature weights (tfidf is fitted on the input first)",
     )

@@ -59,9 +59,7 @@ def add_index_commands(commands: Any, options: Any) -> None:
     add.add_argument("index", help="index folder")
     add.add_argument("input", help="JSONL, Parquet, CSV/TSV or text file")
     options.input_options(add)
-    add.add_argument(
-        "--device", choices=("auto", "cpu", "gpu"), default="auto", help="where to fingerprint"
-    )
+    options.device_option(add)
     options.common(add)
     add.set_defaults(handler=run_add)
 
