@@ -4,8 +4,6 @@ import doctest
 import importlib
 import pkgutil
 
-import pytest
-
 import gpusimhash
 
 MODULES = sorted(
@@ -15,10 +13,15 @@ MODULES = sorted(
 )
 
 
-@pytest.mark.parametrize("name", MODULES)
-def test_docstring_examples_run(name):
-    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
-    assert result.failed == 0
+def test_docstring_examples_run():
+    attempted, failed = 0, []
+    for name in MODULES:
+        result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+        attempted += result.attempted
+        if result.failed:
+            failed.append(name)
+    assert failed == []
+    assert attempted >= 120  # 131 examples when written: a drop means examples were lost
 
 
 def test_the_public_api_has_examples():
