@@ -14,7 +14,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
-from gpusimhash.neardup import near_duplicate_groups
+from gpusimhash.neardup import DuplicateGroups, near_duplicate_groups
 
 __all__ = [
     "POLICIES",
@@ -79,10 +79,9 @@ def _renumber(labels: np.ndarray) -> np.ndarray:
     """Relabel clusters ``0, 1, ...`` in order of their smallest member."""
     if labels.size == 0:
         return labels.astype(np.int64)
-    _, first = np.unique(labels, return_index=True)
+    _, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
     rank = np.empty(first.size, dtype=np.int64)
     rank[np.argsort(first)] = np.arange(first.size)
-    _, inverse = np.unique(labels, return_inverse=True)
     return rank[inverse.reshape(-1)]
 
 
@@ -119,6 +118,30 @@ def cluster_near_duplicates(codes, *, max_distance=None, min_cosine=None) -> np.
     [0, 0, 0, 1]
     """
     groups = near_duplicate_groups(codes, max_distance=max_distance, min_cosine=min_cosine)
+    return group_labels(groups)
+
+
+def group_labels(groups: DuplicateGroups) -> np.ndarray:
+    """Cluster the documents of a collapsed join result (exact or approximate).
+
+    Parameters
+    ----------
+    groups : DuplicateGroups
+        ``near_duplicate_groups`` or ``approximate_near_duplicate_groups`` output.
+
+    Returns
+    -------
+    labels : ndarray, shape (n,), dtype int64
+        Clusters numbered ``0, 1, ...`` in order of their first document.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gpusimhash.neardup import DuplicateGroups, near_duplicate_groups
+    >>> codes = np.array([[7], [0], [7], [1]], dtype=np.uint8)
+    >>> group_labels(near_duplicate_groups(codes, max_distance=1)).tolist()
+    [0, 1, 0, 1]
+    """
     unique_labels = cluster_labels(groups.unique_pairs, groups.n_unique)
     return _renumber(unique_labels[groups.inverse])
 

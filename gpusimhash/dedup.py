@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from gpusimhash.clusters import POLICIES, cluster_labels, cluster_summary, keep_one
+from gpusimhash.clusters import POLICIES, cluster_summary, group_labels, keep_one
 from gpusimhash.codes import estimate_cosine, hamming
 from gpusimhash.fingerprint import fingerprint, resolve_device
 from gpusimhash.lshjoin import approximate_near_duplicate_groups
@@ -141,16 +141,6 @@ def _scores(path, batch, field_name) -> np.ndarray:
     return out
 
 
-def _by_first_member(labels: np.ndarray) -> np.ndarray:
-    """Renumber cluster labels 0, 1, ... in order of each cluster's first document."""
-    if labels.size == 0:
-        return labels.astype(np.int64)
-    _, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
-    rank = np.empty(first.size, dtype=np.int64)
-    rank[np.argsort(first)] = np.arange(first.size)
-    return rank[inverse.reshape(-1)]
-
-
 def dedup_file(
     path: str | Path,
     out_dir: str | Path,
@@ -254,7 +244,7 @@ def dedup_file(
         groups = approximate_near_duplicate_groups(first.codes, max_distance=radius, recall=recall)
     timings["join"] = time.perf_counter() - begin
     begin = time.perf_counter()
-    labels = _by_first_member(cluster_labels(groups.unique_pairs, groups.n_unique)[groups.inverse])
+    labels = group_labels(groups)
     sizes = np.bincount(labels, minlength=int(labels.max()) + 1 if n else 0)
     kept = keep_one(labels, policy=keep, lengths=first.lengths, scores=first.scores)
     kept_rows = np.empty(sizes.size, dtype=np.int64)
