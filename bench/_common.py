@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from gpusimhash import writers
+from gpusimhash.io import writers
 
 DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "data" / "pypi_summaries.txt.gz"
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,6 +1,6 @@
 """Approximate (LSH) near-duplicate join against the exact join, on synthetic documents.
 
-Generates a corpus with gpusimhash.synth, fingerprints it on the CPU, and for each
+Generates a corpus with gpusimhash.datasets.synth, fingerprints it on the CPU, and for each
 (bits, radius) setting times the exact join (gpusimhash.near_duplicates) and the approximate one
 (gpusimhash.approximate_near_duplicates) at the given recall targets, in one run. Reports
 seconds, pairs found and the measured recall against the exact join's pair set (precision is 1
@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import print_table, write_json
 
 from gpusimhash import approximate_near_duplicates, fingerprint, near_duplicates
-from gpusimhash.synth import CorpusSpec, generate
+from gpusimhash.datasets.synth import CorpusSpec, generate
 
 
 def pair_keys(pairs: np.ndarray, n: int) -> np.ndarray:

@@ -1,24 +1,43 @@
-"""gpusimhash: bit-exact weighted SimHash on CPU and GPU, with FAISS binary indexes."""
+"""gpusimhash: bit-exact weighted SimHash on CPU and GPU, with FAISS binary indexes.
 
-from gpusimhash._cuda import fingerprint_device
-from gpusimhash.clusters import cluster_labels, cluster_near_duplicates, cluster_summary, keep_one
-from gpusimhash.codes import candidates, estimate_cosine, hamming, hamming_matrix
-from gpusimhash.features import FeatureBatch
-from gpusimhash.fingerprint import fingerprint
-from gpusimhash.index import SimHashIndex
-from gpusimhash.lshjoin import approximate_near_duplicate_groups, approximate_near_duplicates
-from gpusimhash.neardup import (
-    cosine_radius,
-    near_duplicate_groups,
-    near_duplicates,
-    radius_recall,
-)
-from gpusimhash.text import TextFeaturizer
+Public names load on first use (PEP 562), so ``import gpusimhash`` and the command line's
+``--help`` stay fast: NumPy, SciPy, Numba and FAISS are imported only by what needs them.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
+# public name -> the module that defines it
+_PUBLIC = {
+    "FeatureBatch": "gpusimhash.features",
+    "FingerprintSettings": "gpusimhash.fingerprinting",
+    "SimHashIndex": "gpusimhash.search.index",
+    "TextFeaturizer": "gpusimhash.text",
+    "approximate_near_duplicate_groups": "gpusimhash.search.lsh",
+    "approximate_near_duplicates": "gpusimhash.search.lsh",
+    "candidates": "gpusimhash.codes",
+    "cluster_labels": "gpusimhash.search.clusters",
+    "cluster_near_duplicates": "gpusimhash.search.clusters",
+    "cluster_summary": "gpusimhash.search.clusters",
+    "cosine_radius": "gpusimhash.search._join",
+    "estimate_cosine": "gpusimhash.codes",
+    "fingerprint": "gpusimhash.fingerprinting",
+    "fingerprint_device": "gpusimhash.fingerprinting",
+    "hamming": "gpusimhash.codes",
+    "hamming_matrix": "gpusimhash.codes",
+    "keep_one": "gpusimhash.search.clusters",
+    "near_duplicate_groups": "gpusimhash.search.exact",
+    "near_duplicates": "gpusimhash.search.exact",
+    "radius_recall": "gpusimhash.search._join",
+}
+
 __all__ = [
     "FeatureBatch",
+    "FingerprintSettings",
     "SimHashIndex",
     "TextFeaturizer",
     "__version__",
@@ -39,3 +58,34 @@ __all__ = [
     "near_duplicates",
     "radius_recall",
 ]
+
+if TYPE_CHECKING:
+    from gpusimhash.codes import candidates, estimate_cosine, hamming, hamming_matrix
+    from gpusimhash.features import FeatureBatch
+    from gpusimhash.fingerprinting import FingerprintSettings, fingerprint, fingerprint_device
+    from gpusimhash.search._join import cosine_radius, radius_recall
+    from gpusimhash.search.clusters import (
+        cluster_labels,
+        cluster_near_duplicates,
+        cluster_summary,
+        keep_one,
+    )
+    from gpusimhash.search.exact import near_duplicate_groups, near_duplicates
+    from gpusimhash.search.index import SimHashIndex
+    from gpusimhash.search.lsh import approximate_near_duplicate_groups, approximate_near_duplicates
+    from gpusimhash.text import TextFeaturizer
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name's module on first use and cache the name here."""
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module 'gpusimhash' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    """List the public names with the module's own."""
+    return sorted({*globals(), *_PUBLIC})

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import numbers
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-MIN_BITS = 8
-MAX_BITS = 4096
-DEVICES = ("auto", "cpu", "gpu")
+from gpusimhash._choices import DEVICES, MAX_BITS, MIN_BITS
+
+if TYPE_CHECKING:
+    from gpusimhash.features import FeatureBatch
 
 
 def _integer(value: Any, name: str) -> int:
@@ -147,3 +149,52 @@ def codes(value: Any, name: str = "codes") -> np.ndarray:
     if array.ndim != 2 or array.shape[1] == 0:
         raise ValueError(f"{name} must have shape (n, bits // 8), got {array.shape}")
     return np.ascontiguousarray(array)
+
+
+def device_batch(xp: ModuleType, batch: FeatureBatch) -> tuple[Any, Any, Any | None]:
+    """Validate a FeatureBatch whose arrays live on the device (of module ``xp``).
+
+    Parameters
+    ----------
+    xp : module
+        The arrays' module.
+    batch : FeatureBatch
+        The batch.
+
+    Returns
+    -------
+    states, offsets, weights
+        C-contiguous arrays of the batch.
+
+    Raises
+    ------
+    TypeError
+        An array of another module or dtype.
+    ValueError
+        Wrong shapes, offsets that do not start at 0, decrease or end past ``nnz``, or NaN or
+        infinite weights.
+    """
+    arrays = {"states": batch.states, "offsets": batch.offsets, "weights": batch.weights}
+    expected = {"states": "uint32", "offsets": "int64", "weights": "float64"}
+    for name, array in arrays.items():
+        if array is None and name == "weights":
+            continue
+        if not isinstance(array, xp.ndarray) or array.dtype != np.dtype(expected[name]):
+            kind = getattr(array, "dtype", type(array).__name__)
+            raise TypeError(f"{name} must be a {xp.__name__} {expected[name]} array, got {kind}")
+        if array.ndim != 1:
+            raise ValueError(f"{name} must be one-dimensional, got shape {array.shape}")
+    states, offsets = xp.ascontiguousarray(batch.states), xp.ascontiguousarray(batch.offsets)
+    nnz = states.size
+    if offsets.size < 1 or int(offsets[0]) != 0 or int(offsets[-1]) != nnz:
+        raise ValueError(f"offsets must run from 0 to nnz = {nnz}, got shape {offsets.shape}")
+    if bool((offsets[1:] < offsets[:-1]).any()):
+        raise ValueError("offsets must be non-decreasing")
+    weights = batch.weights
+    if weights is not None:
+        weights = xp.ascontiguousarray(weights)
+        if weights.shape != (nnz,):
+            raise ValueError(f"weights must have shape ({nnz},), got {weights.shape}")
+        if not bool(xp.isfinite(weights).all()):
+            raise ValueError("weights must be finite (no NaN or infinity)")
+    return states, offsets, weights

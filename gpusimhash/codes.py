@@ -8,14 +8,29 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpusimhash import _validate
+from gpusimhash import _segments, _validate
 
 # Rows of the left operand per chunk in hamming_matrix: bounds the (chunk, m, words) temporary.
 _MATRIX_CHUNK_ELEMENTS = 1 << 24
 
 
-def _words(codes: np.ndarray) -> np.ndarray:
-    """View codes as uint64 words, zero-padding each row to a multiple of 8 bytes."""
+def code_words(codes: np.ndarray) -> np.ndarray:
+    """View codes as uint64 words, zero-padding each row to a multiple of 8 bytes.
+
+    Parameters
+    ----------
+    codes : ndarray, shape (n, bytes), dtype uint8
+        Packed fingerprints.
+
+    Returns
+    -------
+    ndarray, shape (n, ceil(bytes / 8)), dtype uint64
+
+    Examples
+    --------
+    >>> code_words(np.array([[1, 0, 0, 0, 0, 0, 0, 0, 3]], dtype=np.uint8)).tolist()
+    [[1, 3]]
+    """
     width = codes.shape[1]
     padded_width = -(-width // 8) * 8
     if padded_width != width:
@@ -61,7 +76,7 @@ def hamming(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     _same_width(a, b)
     if a.shape[0] != b.shape[0] and 1 not in (a.shape[0], b.shape[0]):
         raise ValueError(f"row counts differ: {a.shape[0]} and {b.shape[0]}")
-    return np.bitwise_count(_words(a) ^ _words(b)).sum(axis=1, dtype=np.int32)
+    return np.bitwise_count(code_words(a) ^ code_words(b)).sum(axis=1, dtype=np.int32)
 
 
 def hamming_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -92,7 +107,7 @@ def hamming_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """
     a, b = _validate.codes(a, "a"), _validate.codes(b, "b")
     _same_width(a, b)
-    left, right = _words(a), _words(b)
+    left, right = code_words(a), code_words(b)
     out = np.empty((left.shape[0], right.shape[0]), dtype=np.int32)
     rows = max(1, _MATRIX_CHUNK_ELEMENTS // max(1, right.size))
     for start in range(0, left.shape[0], rows):
@@ -122,20 +137,6 @@ def estimate_cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     a = _validate.codes(a, "a")
     bits = a.shape[1] * 8
     return np.cos(np.pi * hamming(a, b) / bits)
-
-
-def _pairs_within_groups(order: np.ndarray, group_sizes: np.ndarray) -> np.ndarray:
-    """Every pair of items that share a group, items listed group by group in ``order``."""
-    group_first = np.cumsum(group_sizes) - group_sizes
-    position = np.arange(order.size, dtype=np.int64)
-    partners = np.repeat(group_first + group_sizes, group_sizes) - position - 1
-    left = np.repeat(position, partners)
-    rank = np.arange(left.size, dtype=np.int64) - np.repeat(
-        np.cumsum(partners) - partners, partners
-    )
-    right = left + 1 + rank
-    first, second = order[left], order[right]
-    return np.stack([np.minimum(first, second), np.maximum(first, second)], axis=1)
 
 
 def candidates(codes: np.ndarray, num_blocks: int) -> np.ndarray:
@@ -184,7 +185,7 @@ def candidates(codes: np.ndarray, num_blocks: int) -> np.ndarray:
         shared = group_sizes > 1
         if shared.any():
             keep = np.repeat(shared, group_sizes)
-            found.append(_pairs_within_groups(order[keep], group_sizes[shared]))
+            found.append(_segments.pairs_within(order[keep], group_sizes[shared]))
     if not found:
         return np.zeros((0, 2), dtype=np.int64)
     pairs = np.concatenate(found).astype(np.int64)

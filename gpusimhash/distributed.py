@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from gpusimhash import _validate
-from gpusimhash.fingerprint import fingerprint
+from gpusimhash.fingerprinting import fingerprint
 from gpusimhash.text import TextFeaturizer
 
 

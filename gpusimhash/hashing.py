@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpusimhash._jit import fnv1a_spans
+from gpusimhash._cpu._loops import fnv1a_spans
 
 FNV_OFFSET_BASIS = np.uint32(0x811C9DC5)
 FNV_PRIME = np.uint32(0x01000193)

@@ -17,13 +17,12 @@ from typing import Any
 import numpy as np
 
 from gpusimhash._batching import chunks
-from gpusimhash._jit import word_runs
+from gpusimhash._choices import ANALYZERS, WEIGHTINGS
+from gpusimhash._cpu._loops import word_runs
 from gpusimhash.features import FeatureBatch
 from gpusimhash.hashing import FNV_OFFSET_BASIS, feature_states, fnv1a_continue, fnv1a_step
 from gpusimhash.unicode_tables import load_tables
 
-ANALYZERS = ("word", "char")
-WEIGHTINGS = ("count", "binary", "logtf", "tfidf")
 SPACE = 0x20
 CONFIG_VERSION = 1
 

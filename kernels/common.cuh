@@ -1,8 +1,8 @@
 // Hash and fixed-point helpers shared by every kernel; mirrors gpusimhash/hashing.py and
 // gpusimhash/fixedpoint.py line for line (DESIGN.md is the contract).
 //
-// This file is not #included: gpusimhash/_cuda.py prefixes it (with a #line marker) to each
-// kernel file before compiling, and tests/cuda_emu compiles the same text with g++.
+// This file is not #included: gpusimhash/_gpu/kernels.py prefixes it (with a #line marker) to each
+// kernel file before compiling, and tests/gpu/cuda_emu compiles the same text with g++.
 
 // ---- hashing.py ---------------------------------------------------------------------------
 

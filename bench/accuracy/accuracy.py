@@ -6,7 +6,7 @@
    (the seed: 0.048 against 0.086).
 3. Recall and false-positive rate of the seed's three blocking schemes (1x32, 4x8, 8x4 on 32-bit
    codes, gpusimhash.candidates) against "true cosine >= 0.5", on the seed-like documents and on a
-   synthetic corpus with ground truth (gpusimhash.synth).
+   synthetic corpus with ground truth (gpusimhash.datasets.synth).
 4. Probability that a pair is found within a Hamming radius, against its true cosine: the binomial
    model (d ~ Binomial(bits, arccos(cos) / pi)) against the fraction measured over hash seeds.
 
@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from _common import RESULTS, print_table, write_json
 
 from gpusimhash import TextFeaturizer, candidates, estimate_cosine, fingerprint, hamming
-from gpusimhash.synth import CorpusSpec, generate
+from gpusimhash.datasets.synth import CorpusSpec, generate
 
 SEED_MAE = {8: 0.350, 16: 0.262, 32: 0.190, 64: 0.137, 128: 0.097, 256: 0.069, 512: 0.050}
 SEED_WEIGHTING = {"weighted": 0.048, "unweighted": 0.086}

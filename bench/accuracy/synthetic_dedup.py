@@ -1,6 +1,6 @@
 """Recall and precision of `gpusimhash dedup` at scale, on a synthetic corpus with ground truth.
 
-Generates a corpus with gpusimhash.synth (originals, exact copies, near copies at edit rates 2% to
+Generates a corpus with gpusimhash.datasets.synth (originals, exact copies, near copies at edit rates 2% to
 20%), writes it as JSONL, and runs the same streaming pipeline the CLI runs (dedup_file) for a few
 (bits, min cosine) settings in one run. Reports documents/second end to end (read, fingerprint,
 join, write) and removal precision/recall against the true groups, overall and per edit rate.
@@ -24,8 +24,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
 from _common import print_table, write_json
 
-from gpusimhash.dedup import dedup_file
-from gpusimhash.synth import CorpusSpec, generate
+from gpusimhash.datasets.synth import CorpusSpec, generate
+from gpusimhash.dedup.pipeline import dedup_file
 
 
 def write_corpus(spec: CorpusSpec, path: Path) -> tuple[np.ndarray, np.ndarray]:

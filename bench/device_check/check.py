@@ -146,20 +146,20 @@ def copy_bandwidth() -> float:
 
 def parity(texts_by_name: dict[str, list[str]], rng: np.random.Generator) -> list[dict]:
     """Compare GPU and CPU codes exactly; one record per comparison."""
-    from gpusimhash import _cuda
+    from gpusimhash import _gpu
 
     records = []
     for corpus, texts in texts_by_name.items():
         for name in FEATURIZERS:
             made = featurizer(name, texts[:10_000])
             for bits in (64, 256):
-                gpu = _cuda.fingerprint_text(texts, made, bits=bits, seed=bits).get()
+                gpu = _gpu.fingerprint_text(texts, made, bits=bits, seed=bits).get()
                 cpu = _cpu.fingerprint_batch(made.transform(texts), bits=bits, seed=bits)
                 records.append(_record(f"text/{corpus}/{name}", bits, gpu, cpu))
     for weighted in (False, True):
         batch = random_batch(rng, 100_000, weighted)
         for bits in (64, 1024):
-            gpu = _cuda.fingerprint_batch(batch, bits=bits, seed=7).get()
+            gpu = _gpu.fingerprint_batch(batch, bits=bits, seed=7).get()
             cpu = _cpu.fingerprint_batch(batch, bits=bits, seed=7)
             records.append(_record(f"batch/random/weighted={weighted}", bits, gpu, cpu))
     return records
@@ -182,10 +182,10 @@ def accumulate_bench(texts: list[str], bandwidth: float) -> list[dict]:
     """Accumulation kernels on device-resident features of the real documents."""
     import cupy
 
-    from gpusimhash import _cuda
+    from gpusimhash import _gpu
 
-    engine = _cuda._engine()
-    code_points, doc_starts = (cupy.asarray(a) for a in _cuda.encode_texts(texts))
+    engine = _gpu.device_engine()
+    code_points, doc_starts = (cupy.asarray(a) for a in _gpu.encode_texts(texts))
     states, offsets, _ = engine.text_batch(code_points, doc_starts, TextFeaturizer())
     plan = engine.plan_tasks(offsets)
     n_docs, nnz = offsets.size - 1, states.size
@@ -257,24 +257,24 @@ def main() -> None:
     if not args.cpu_only:
         import cupy
 
-        from gpusimhash import _cuda
+        from gpusimhash import _gpu
 
         props = cupy.cuda.runtime.getDeviceProperties(0)
         result["machine"]["gpu"] = props["name"].decode()
         result["machine"]["cupy"] = cupy.__version__
         result["machine"]["cuda_runtime"] = cupy.cuda.runtime.runtimeGetVersion()
-        _cuda.fingerprint_text(real[:1000], TextFeaturizer(), bits=64, seed=0)  # compile, warm up
-        _cuda.fingerprint_batch(random_batch(rng, 1000, True), bits=64, seed=0)
+        _gpu.fingerprint_text(real[:1000], TextFeaturizer(), bits=64, seed=0)  # compile, warm up
+        _gpu.fingerprint_batch(random_batch(rng, 1000, True), bits=64, seed=0)
         texts = {"random": random_texts(rng, args.parity_docs), "real": real[: args.parity_docs]}
         result["parity"] = parity(texts, rng)
         bandwidth = copy_bandwidth()
         result["copy_bandwidth_bytes_per_s"] = bandwidth
         result["accumulate"] = accumulate_bench(real, bandwidth)
         timings["gpu_text_s"] = wall_seconds(
-            lambda: _cuda.fingerprint_text(real, TextFeaturizer(), bits=64, seed=0).get()
+            lambda: _gpu.fingerprint_text(real, TextFeaturizer(), bits=64, seed=0).get()
         )
         timings["gpu_char3_text_s"] = wall_seconds(
-            lambda: _cuda.fingerprint_text(real, TextFeaturizer("char", 3), bits=64, seed=0).get()
+            lambda: _gpu.fingerprint_text(real, TextFeaturizer("char", 3), bits=64, seed=0).get()
         )
         timings["gpu_csr_s"] = wall_seconds(
             lambda: fingerprint(

@@ -1,0 +1,19 @@
+"""The choice lists of the public options, in one import-free module.
+
+The library validates against these, and the command line offers exactly these, without
+importing the heavy modules that use them (so ``gpusimhash --help`` stays fast).
+"""
+
+from __future__ import annotations
+
+MIN_BITS = 8
+MAX_BITS = 4096
+DEVICES = ("auto", "cpu", "gpu")
+ANALYZERS = ("word", "char")
+WEIGHTINGS = ("count", "binary", "logtf", "tfidf")
+# input formats of the readers, output formats of the writers
+FORMATS = ("jsonl", "parquet", "csv", "tsv", "text")
+OUTPUT_FORMATS = ("jsonl", "parquet")
+# SimHashIndex kinds, and which document of a cluster is kept
+KINDS = ("flat", "multihash", "hnsw", "ivf")
+POLICIES = ("first", "longest", "score")

@@ -1,0 +1,356 @@
+"""Fingerprinting written once over an array module and a kernel launcher.
+
+On a GPU, ``xp`` is CuPy and the launcher runs the compiled kernels (``gpusimhash._gpu``); in the
+tests, ``xp`` is NumPy and the launcher runs the same kernel source compiled by g++
+(tests/gpu/cuda_emu), so the CPU checks all of this orchestration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from gpusimhash import _segments
+from gpusimhash._gpu.kernels import COUNT_PLANES, FLAG_KEEP, FLAG_TOKEN_START, FLAG_WORD
+from gpusimhash.text import TextFeaturizer, check_texts
+
+# Entries per accumulation task: longer documents are split and their slot sums merged.
+TASK_SIZE = 1024
+
+Launch = Callable[[str, int, tuple[Any, ...]], None]
+
+
+class Engine:
+    """Fingerprinting written once over an array module and a kernel launcher.
+
+    Parameters
+    ----------
+    xp : module
+        ``cupy`` on a GPU; ``numpy`` with an emulated launcher in the tests.
+    launch : callable
+        ``launch(kernel_name, n_items, args)`` runs a kernel over at least one thread per item
+        (any grid: the kernels loop); never called with ``n_items == 0``.
+    tables : tuple of arrays
+        The Unicode tables as ``xp`` arrays: ``word`` (uint8) and ``lower`` (uint32).
+    task_size : int
+        Entries per accumulation task.
+    """
+
+    def __init__(
+        self, xp: ModuleType, launch: Launch, tables: tuple[Any, Any], *, task_size: int = TASK_SIZE
+    ) -> None:
+        if not 1 <= task_size < 2**COUNT_PLANES:
+            raise ValueError(f"task_size must be in [1, {2**COUNT_PLANES}), got {task_size}")
+        self.xp = xp
+        self.launch = launch
+        self.word_table, self.lower_table = tables
+        self.task_size = task_size
+
+    def plan_tasks(self, offsets: Any) -> dict[str, Any]:
+        """Split documents into accumulation tasks of at most ``task_size`` entries.
+
+        Parameters
+        ----------
+        offsets : array, shape (n_docs + 1,), dtype int64
+            CSR row starts (an ``xp`` array, or NumPy to plan on the host).
+
+        Returns
+        -------
+        dict
+            ``task_docs``, ``task_starts``, ``partial_rows``, ``split_docs`` (int64 arrays of the
+            same module as ``offsets``).
+        """
+        xp = np if isinstance(offsets, np.ndarray) else self.xp
+        n_docs = offsets.size - 1
+        counts = offsets[1:] - offsets[:-1]
+        tasks_per_doc = -(-counts // self.task_size)
+        task_docs = _segments.segment_of(tasks_per_doc)
+        rank = _segments.ranks(tasks_per_doc)
+        split_docs = xp.flatnonzero(tasks_per_doc > 1).astype(xp.int64)
+        partial_rows = xp.full(n_docs, -1, dtype=xp.int64)
+        partial_rows[split_docs] = xp.arange(split_docs.size, dtype=xp.int64)
+        return {
+            "task_docs": task_docs.astype(xp.int64),
+            "task_starts": offsets[:-1][task_docs] + rank * self.task_size,
+            "partial_rows": partial_rows,
+            "split_docs": split_docs,
+        }
+
+    def accumulate(
+        self,
+        states: Any,
+        offsets: Any,
+        weights: Any | None,
+        plan: dict[str, Any],
+        *,
+        bits: int,
+        seed: int,
+    ) -> Any:
+        """Fingerprint a batch of documents already on the device.
+
+        Parameters
+        ----------
+        states : array, shape (nnz,), dtype uint32
+        offsets : array, shape (n_docs + 1,), dtype int64
+        weights : array, shape (nnz,), dtype float64, or None
+            None: every weight is 1.
+        plan : dict
+            ``plan_tasks(offsets)`` output, on the device.
+        bits, seed : int
+            Validated fingerprint length and seed.
+
+        Returns
+        -------
+        codes : array, shape (n_docs, bits // 8), dtype uint8
+        """
+        xp = self.xp
+        n_docs = offsets.size - 1
+        words = -(-bits // 32)
+        codes = xp.zeros((n_docs, bits // 8), dtype=xp.uint8)
+        n_tasks = plan["task_docs"].size
+        if n_tasks == 0:
+            return codes
+        n_split = plan["split_docs"].size
+        partials = xp.zeros((n_split, bits), dtype=xp.int64)
+        max_abs_bits = xp.zeros(n_docs, dtype=xp.uint64)
+        task_args = (plan["task_docs"], plan["task_starts"])
+        if weights is None:
+            name, weights = "simhash_accumulate<false>", xp.zeros(1, dtype=xp.float64)
+        else:
+            name = "simhash_accumulate<true>"
+            self.launch(
+                "simhash_max_abs",
+                n_tasks,
+                (
+                    weights,
+                    offsets,
+                    *task_args,
+                    np.int64(n_tasks),
+                    np.int64(self.task_size),
+                    max_abs_bits,
+                ),
+            )
+        self.launch(
+            name,
+            n_tasks * words,
+            (
+                states,
+                weights,
+                offsets,
+                *task_args,
+                max_abs_bits,
+                plan["partial_rows"],
+                partials,
+                codes,
+                np.int64(n_tasks),
+                np.int64(self.task_size),
+                np.int32(bits),
+                np.uint32(seed),
+            ),
+        )
+        if n_split:
+            self.launch(
+                "simhash_pack_partials",
+                n_split * words,
+                (partials, plan["split_docs"], np.int64(n_split), np.int32(bits), codes),
+            )
+        return codes
+
+    def text_occurrences(
+        self, code_points: Any, doc_starts: Any, featurizer: TextFeaturizer
+    ) -> tuple[Any, Any]:
+        """Feature states of every feature occurrence of a batch of texts, on the device.
+
+        Parameters
+        ----------
+        code_points : array, dtype uint32
+            The documents joined by newlines, with one more newline at the end.
+        doc_starts : array, shape (n_docs,), dtype int64
+            Where each document starts in ``code_points``.
+        featurizer : TextFeaturizer
+            Analyzer, n and lower-casing.
+
+        Returns
+        -------
+        states : array, dtype uint32
+            One per occurrence, in document order then position order (as on the CPU).
+        doc : array, dtype int64
+            The document of each occurrence.
+        """
+        xp = self.xp
+        n = code_points.size
+        normalized = xp.empty(n, dtype=xp.uint32)
+        flags = xp.empty(n, dtype=xp.uint8)
+        self.launch(
+            "text_classify",
+            n,
+            (
+                code_points,
+                np.int64(n),
+                self.word_table,
+                self.lower_table,
+                np.int32(featurizer.lowercase),
+                normalized,
+                flags,
+            ),
+        )
+        # the normalized text: tokens, each followed by one space
+        kept = xp.flatnonzero(flags & FLAG_KEEP)
+        text = xp.ascontiguousarray(normalized[kept])
+        kept_flags = flags[kept]
+        token_starts = xp.flatnonzero(kept_flags & FLAG_TOKEN_START)
+        token_stops = xp.flatnonzero((kept_flags & FLAG_WORD) == 0)
+        n_tokens = token_starts.size
+        if n_tokens == 0:
+            return xp.zeros(0, dtype=xp.uint32), xp.zeros(0, dtype=xp.int64)
+        doc_first_token = xp.searchsorted(token_starts, xp.searchsorted(kept, doc_starts))
+        token_counts = xp.diff(doc_first_token, append=xp.asarray([n_tokens]))
+        n_gram = featurizer.ngram
+        if featurizer.analyzer == "word":
+            first, span, doc = _segments.windows(doc_first_token, token_counts, n_gram)
+            starts, stops = token_starts[first], token_stops[first + span - 1]
+        else:
+            first_token = xp.minimum(doc_first_token, n_tokens - 1)
+            last_token = xp.maximum(doc_first_token + token_counts - 1, 0)
+            text_first = token_starts[first_token]
+            text_length = xp.where(token_counts > 0, token_stops[last_token] - text_first, 0)
+            starts, span, doc = _segments.windows(text_first, text_length, n_gram)
+            stops = starts + span
+        states = xp.empty(starts.size, dtype=xp.uint32)
+        if starts.size:
+            self.launch(
+                "text_span_states",
+                starts.size,
+                (
+                    text,
+                    xp.ascontiguousarray(starts),
+                    xp.ascontiguousarray(stops),
+                    np.int64(starts.size),
+                    states,
+                ),
+            )
+        return states, doc.astype(xp.int64)
+
+    def text_batch(
+        self, code_points: Any, doc_starts: Any, featurizer: TextFeaturizer
+    ) -> tuple[Any, Any, Any | None]:
+        """Featurize texts on the device, as ``featurizer.transform`` does on the CPU.
+
+        Parameters
+        ----------
+        code_points, doc_starts : array
+            As for ``text_occurrences``.
+        featurizer : TextFeaturizer
+            How text becomes weighted features; weights are computed from tables the
+            featurizer itself fills on the host, so they are the CPU's doubles.
+
+        Returns
+        -------
+        states : array, dtype uint32
+        offsets : array, shape (n_docs + 1,), dtype int64
+        weights : array, dtype float64, or None
+            None for ``count`` (one entry per occurrence) and ``binary`` weighting.
+        """
+        xp = self.xp
+        n_docs = doc_starts.size
+        states, doc = self.text_occurrences(code_points, doc_starts, featurizer)
+        if featurizer.weighting == "count":
+            return states, _segments.offsets_of(doc, n_docs), None
+        keys = (doc.astype(xp.uint64) << xp.uint64(32)) | states.astype(xp.uint64)
+        distinct, counts = xp.unique(keys, return_counts=True)
+        states = (distinct & xp.uint64(0xFFFFFFFF)).astype(xp.uint32)
+        offsets = _segments.offsets_of((distinct >> xp.uint64(32)).astype(xp.int64), n_docs)
+        return states, offsets, self._weights(featurizer, counts.astype(xp.int64), states)
+
+    def _weights(self, featurizer: TextFeaturizer, counts: Any, states: Any) -> Any | None:
+        """Weights of distinct features from their counts, as the featurizer computes them."""
+        xp = self.xp
+        # raises the featurizer's own error when tfidf is not fitted
+        featurizer.weigh(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.uint32))
+        if featurizer.weighting == "binary" or counts.size == 0:
+            return None
+        if featurizer.weighting == "tfidf":
+            vocabulary, idf, unseen = _idf_table(featurizer)
+            vocabulary = xp.asarray(vocabulary)
+            if vocabulary.size:
+                at = xp.minimum(xp.searchsorted(vocabulary, states), vocabulary.size - 1)
+                found = vocabulary[at] == states
+                idf_of = xp.where(found, xp.asarray(idf)[at], unseen)
+            else:
+                idf_of = xp.full(states.size, unseen, dtype=xp.float64)
+            return counts.astype(xp.float64) * idf_of
+        # weights that depend on the count alone: a table the featurizer fills on the host
+        largest = int(counts.max())
+        table = featurizer.weigh(
+            np.arange(1, largest + 1, dtype=np.int64), np.zeros(largest, dtype=np.uint32)
+        )
+        return xp.asarray(table)[counts - 1]
+
+
+def _idf_table(featurizer: TextFeaturizer) -> tuple[np.ndarray, np.ndarray, float]:
+    """Return the fitted vocabulary, its idf and the idf of an unseen feature."""
+    vocabulary = featurizer.fitted_states
+    idf = featurizer.weigh(np.ones(vocabulary.size, dtype=np.int64), vocabulary)
+    # the smallest state not in the vocabulary stands for every unseen one
+    candidates = np.arange(vocabulary.size + 1, dtype=np.uint32)
+    unseen_state = np.setdiff1d(candidates, vocabulary, assume_unique=True)[:1]
+    unseen = featurizer.weigh(np.ones(1, dtype=np.int64), unseen_state)
+    return vocabulary, idf, float(unseen[0])
+
+
+def encode_texts(texts: Sequence[str], first_index: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Join texts for the device: UTF-32 code points and each document's start.
+
+    Parameters
+    ----------
+    texts : sequence of str
+        The documents.
+    first_index : int
+        Position of ``texts[0]`` in the caller's input, for error messages.
+
+    Returns
+    -------
+    code_points : ndarray, dtype uint32
+        The documents joined by newlines, with one more newline at the end.
+    doc_starts : ndarray, shape (len(texts),), dtype int64
+
+    Raises
+    ------
+    TypeError
+        A document that is not a str (the message names it).
+    """
+    check_texts(texts, first_index)
+    joined = "\n".join(texts) + "\n"
+    code_points = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+    return code_points, _segments.starts(lengths + 1)
+
+
+def split_documents(sizes: np.ndarray, budget: int) -> Iterator[tuple[int, int]]:
+    """Consecutive document ranges whose sizes add up to at most ``budget`` each.
+
+    A single document larger than the budget gets a range of its own.
+
+    Parameters
+    ----------
+    sizes : ndarray, shape (n_docs,), dtype int64
+        Size of each document (entries, code points).
+    budget : int
+        Largest total size of a range, at least 1.
+
+    Yields
+    ------
+    (start, stop) : tuple of int
+        Document index range.
+    """
+    ends = np.cumsum(sizes)
+    start = 0
+    while start < sizes.size:
+        before = int(ends[start - 1]) if start else 0
+        stop = int(np.searchsorted(ends, before + budget, side="right"))
+        stop = max(stop, start + 1)
+        yield start, stop
+        start = stop

@@ -1,0 +1,100 @@
+"""The ``gpusimhash`` command line: dedup, index and compare.
+
+Exit codes: 0 success; 1 a problem with the input, an output folder or the machine (the message
+says which); 2 a bad command line (unknown option, value out of range); 130 interrupted.
+Errors are one line on stderr, never a traceback (set ``GPUSIMHASH_TRACEBACK=1`` to see one).
+Progress bars go to stderr; ``--quiet`` turns them and the tables off, ``--json`` prints one JSON
+object on stdout instead of tables.
+
+Each command lives in its own module (`dedup`, `compare`, `index`), all built on the leaf
+module `options`; heavy modules are imported only when a command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from gpusimhash import __version__
+from gpusimhash.cli.compare import add_compare_command
+from gpusimhash.cli.dedup import add_dedup_command
+from gpusimhash.cli.index import add_index_commands
+from gpusimhash.cli.options import UserError
+
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Build the argument parser.
+
+    Returns
+    -------
+    argparse.ArgumentParser
+        The ``gpusimhash`` command and its subcommands.
+    """
+    parser = argparse.ArgumentParser(
+        prog="gpusimhash",
+        description="Weighted SimHash fingerprints: near-duplicate removal and Hamming search.",
+    )
+    parser.add_argument("--version", action="version", version=f"gpusimhash {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    add_dedup_command(commands)
+    add_compare_command(commands)
+    add_index_commands(commands)
+    return parser
+
+
+def _message(error: BaseException) -> str:
+    """Turn an exception from a user mistake into one readable line."""
+    if isinstance(error, FileNotFoundError):
+        return f"cannot read {error.filename}: no such file" if error.filename else str(error)
+    if isinstance(error, PermissionError):
+        return f"permission denied: {error.filename}"
+    if isinstance(error, IsADirectoryError):
+        return f"{error.filename} is a folder, not a file"
+    if isinstance(error, OSError) and error.strerror:
+        where = f"{error.filename}: " if error.filename else ""
+        return f"{where}{error.strerror}"
+    if isinstance(error, MemoryError):
+        return "out of memory: try a smaller --batch-size or fewer bits"
+    text = str(error).strip().splitlines()
+    return text[0] if text else type(error).__name__
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``gpusimhash`` command.
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        Arguments (default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        The exit code.
+    """
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.handler(args)
+    except KeyboardInterrupt:
+        print("gpusimhash: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except (
+        UserError,
+        ValueError,
+        TypeError,
+        ImportError,
+        RuntimeError,
+        OSError,
+        MemoryError,
+    ) as error:
+        if os.environ.get("GPUSIMHASH_TRACEBACK"):
+            raise
+        print(f"gpusimhash: error: {_message(error)}", file=sys.stderr)
+        return EXIT_ERROR

@@ -1,0 +1,212 @@
+"""What every command shares: argument types, option groups, errors, output helpers.
+
+A leaf module: the command modules (`dedup`, `compare`, `index`) import it, and it imports none of
+them. Choice lists come from the library (`gpusimhash._choices`), never retyped here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gpusimhash._choices import ANALYZERS, DEVICES, FORMATS, MAX_BITS, MIN_BITS, WEIGHTINGS
+
+if TYPE_CHECKING:
+    from gpusimhash.text import TextFeaturizer
+
+DEFAULT_BITS = 128
+DEFAULT_MIN_COSINE = 0.9
+
+
+class UserError(Exception):
+    """A problem the person running the command can fix; printed as one line."""
+
+
+# ---------------------------------------------------------------- argument types
+
+
+def integer(text: str, name: str, low: int, high: int | None = None) -> int:
+    """Parse an integer in ``[low, high]`` for argparse."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{name} must be an integer, got {text!r}") from None
+    if value < low or (high is not None and value > high):
+        bound = f"in [{low}, {high}]" if high is not None else f">= {low}"
+        raise argparse.ArgumentTypeError(f"{name} must be {bound}, got {value}")
+    return value
+
+
+def bits(text: str) -> int:
+    """Parse a fingerprint length (a multiple of 8) for argparse."""
+    value = integer(text, "bits", MIN_BITS, MAX_BITS)
+    if value % 8:
+        raise argparse.ArgumentTypeError(
+            f"bits must be a multiple of 8 in [{MIN_BITS}, {MAX_BITS}], got {value}"
+        )
+    return value
+
+
+def number(text: str, name: str, low: float, high: float, *, open_interval: bool) -> float:
+    """Parse a number in ``[low, high]`` (or ``(low, high)``) for argparse."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{name} must be a number, got {text!r}") from None
+    inside = low < value < high if open_interval else low <= value <= high
+    if not inside:
+        interval = f"({low:g}, {high:g})" if open_interval else f"[{low:g}, {high:g}]"
+        raise argparse.ArgumentTypeError(f"{name} must be in {interval}, got {value}")
+    return value
+
+
+cosine = functools.partial(number, name="min-cosine", low=-1.0, high=1.0, open_interval=False)
+recall = functools.partial(number, name="recall", low=0.0, high=1.0, open_interval=True)
+seed = functools.partial(integer, name="seed", low=0, high=2**32 - 1)
+ngram = functools.partial(integer, name="ngram", low=1)
+batch_size = functools.partial(integer, name="batch-size", low=1)
+positive_k = functools.partial(integer, name="k", low=1)
+radius = functools.partial(integer, name="max-distance", low=0)
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """Show an option's default in its help, where it has a real one."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        real = action.default not in (None, argparse.SUPPRESS) and action.default is not False
+        if real and "default" not in text:
+            text += " (default: %(default)s)"
+        return text
+
+
+def common(parser: argparse.ArgumentParser) -> None:
+    """Add ``--quiet`` and ``--json``."""
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress bars or tables")
+    parser.add_argument(
+        "--json", action="store_true", help="print one JSON object on stdout instead of tables"
+    )
+
+
+def input_options(parser: argparse.ArgumentParser) -> None:
+    """Add the options that say how to read an input file."""
+    group = parser.add_argument_group("input")
+    group.add_argument("--format", choices=FORMATS, help="input format (default: from the name)")
+    group.add_argument("--text-field", default="text", help="field or column with the text")
+    group.add_argument("--id-field", help="field or column with document ids (default: row)")
+    group.add_argument(
+        "--batch-size", type=batch_size, default=10_000, help="documents per batch (memory)"
+    )
+
+
+def device_option(parser: Any) -> None:
+    """Add ``--device`` to a parser or argument group."""
+    parser.add_argument("--device", choices=DEVICES, default="auto", help="where to fingerprint")
+
+
+def hashing_options(parser: argparse.ArgumentParser) -> None:
+    """Add the options that say how to fingerprint text."""
+    group = parser.add_argument_group("fingerprints")
+    group.add_argument("--bits", type=bits, default=DEFAULT_BITS, help="fingerprint length")
+    group.add_argument("--seed", type=seed, default=0, help="hash seed in [0, 2**32)")
+    device_option(group)
+    group.add_argument(
+        "--analyzer", choices=ANALYZERS, default="word", help="word or character n-grams"
+    )
+    group.add_argument("--ngram", type=ngram, default=1, help="words or characters per feature")
+    group.add_argument(
+        "--weighting",
+        choices=WEIGHTINGS,
+        default="count",
+        help="feature weights (tfidf is fitted on the input first)",
+    )
+    group.add_argument("--no-lowercase", action="store_true", help="keep case")
+
+
+def threshold_options(parser: argparse.ArgumentParser) -> None:
+    """Add ``--max-distance`` and ``--min-cosine`` (mutually exclusive)."""
+    group = parser.add_argument_group("threshold (one of)").add_mutually_exclusive_group()
+    group.add_argument("--max-distance", type=radius, help="Hamming radius in bits")
+    group.add_argument(
+        "--min-cosine",
+        type=cosine,
+        help=f"minimum estimated cosine (default: {DEFAULT_MIN_COSINE} unless --max-distance)",
+    )
+
+
+def progress_factory(quiet: bool) -> Callable[..., Any] | None:
+    """Return a tqdm factory writing to stderr, or None when quiet."""
+    if quiet:
+        return None
+    from tqdm import tqdm
+
+    return functools.partial(tqdm, file=sys.stderr, mininterval=0.5, dynamic_ncols=True)
+
+
+def featurizer_from(args: argparse.Namespace) -> TextFeaturizer:
+    """Build the TextFeaturizer the options describe."""
+    from gpusimhash import TextFeaturizer
+
+    return TextFeaturizer(
+        analyzer=args.analyzer,
+        ngram=args.ngram,
+        weighting=args.weighting,
+        lowercase=not args.no_lowercase,
+    )
+
+
+def check_readable(path: str) -> Path:
+    """Return the input path, or raise UserError if it is not a readable file."""
+    target = Path(path)
+    if not target.exists():
+        raise UserError(f"cannot read {path}: no such file")
+    if target.is_dir():
+        raise UserError(f"cannot read {path}: it is a folder, not a file")
+    if not os.access(target, os.R_OK):
+        raise UserError(f"cannot read {path}: permission denied")
+    return target
+
+
+def prepare_folder(path: str) -> Path:
+    """Create an output folder (and parents), or raise UserError."""
+    target = Path(path)
+    if target.exists() and not target.is_dir():
+        raise UserError(f"cannot write to {path}: it is a file, not a folder")
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise UserError(f"cannot create folder {path}: {error.strerror}") from None
+    if not os.access(target, os.W_OK):
+        raise UserError(f"cannot write to {path}: permission denied")
+    return target
+
+
+def print_table(title: str, rows: dict[str, Any]) -> None:
+    """Print a two-column table on stdout."""
+    width = max(map(len, rows), default=0)
+    print(title)
+    for key, value in rows.items():
+        if isinstance(value, float):
+            value = f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
+        elif isinstance(value, int) and not isinstance(value, bool):
+            value = f"{value:,}"
+        print(f"  {key.replace('_', ' '):<{width}}  {value}")
+
+
+def emit(
+    args: argparse.Namespace, payload: dict[str, Any], tables: dict[str, dict[str, Any]]
+) -> None:
+    """Print the result: JSON, tables, or nothing when quiet."""
+    if args.json:
+        print(json.dumps(payload, ensure_ascii=False, default=str))
+    elif not args.quiet:
+        for n, (title, rows) in enumerate(tables.items()):
+            if n:
+                print()
+            print_table(title, rows)

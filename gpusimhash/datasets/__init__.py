@@ -1,0 +1,1 @@
+"""Corpora with ground truth: the synthetic generator and the bundled sample."""

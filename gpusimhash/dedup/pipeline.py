@@ -1,0 +1,590 @@
+"""Deduplicate a document file in bounded memory, as named stages around an in-memory join.
+
+The stages, each timed by `StageTimer` and recorded in the summary's ``timings_s``:
+
+1. ``fingerprint``: read the file in batches (after a ``fit_tfidf`` pass for tf-idf weighting)
+   and fingerprint each batch; only the codes (``bits / 8`` bytes per document) and, where
+   asked for, text lengths, scores and ground-truth labels stay in memory.
+2. ``join``: every pair of codes within the radius (identical codes collapsed), exactly or with
+   the approximate join.
+3. ``cluster``: connected components, one document kept per cluster by the keep policy.
+4. ``write``: read the file again and write the kept documents, whole records, in input order,
+   and a duplicates file (one line per cluster of two or more documents, with its members and
+   their Hamming distances to the kept one).
+5. ``report`` (only when asked): sampled pairs, their true cosines and ``report.md`` with plots.
+
+Every run writes ``summary.json`` last; this module owns every output file and the summary's
+list of them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm import tqdm
+
+from gpusimhash._choices import OUTPUT_FORMATS, POLICIES
+from gpusimhash.codes import hamming
+from gpusimhash.dedup import report
+from gpusimhash.evaluation import removal_scores
+from gpusimhash.fingerprinting import FingerprintSettings, resolve_device
+from gpusimhash.io.readers import DocumentBatch as Batch
+from gpusimhash.io.readers import InputError, read_batches
+from gpusimhash.io.writers import RecordWriter, write_json
+from gpusimhash.search._join import DuplicateGroups, resolve_radius
+from gpusimhash.search.clusters import cluster_summary, group_labels, keep_one
+from gpusimhash.search.exact import near_duplicate_groups
+from gpusimhash.search.lsh import approximate_near_duplicate_groups
+from gpusimhash.text import TextFeaturizer
+
+__all__ = ["DedupOptions", "DedupResult", "StageTimer", "dedup_file", "run"]
+
+# pairs expanded for the ground-truth pair scores at most (beyond, removal scores only)
+MAX_EVALUATED_PAIRS = 20_000_000
+# records per write of the duplicates file
+_DUPLICATES_CHUNK = 10_000
+
+Progress = Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class DedupOptions:
+    """How to read the input, which pairs are near-duplicates, and what to write.
+
+    Attributes
+    ----------
+    format, text_field, id_field, batch_size
+        How to read the input (see ``gpusimhash.io.readers.read_batches``).
+    truth_field : str, optional
+        Field with ground-truth group labels: precision and recall are added to the summary.
+    score_field : str, optional
+        Numeric field for ``keep="score"``.
+    max_distance, min_cosine
+        The near-duplicate threshold: give one (a Hamming radius or a minimum estimated cosine).
+    recall : float, optional
+        Use the approximate join (every pair within the radius found with at least this
+        probability, none beyond it reported); default: the exact join.
+    keep : {"first", "longest", "score"}
+        Which document of a cluster is kept: the first in the file, the longest text, or the
+        highest ``score_field`` (ties go to the first).
+    device : {"auto", "cpu", "gpu"}
+        Where to fingerprint.
+    output_format : {"jsonl", "parquet"}
+        Format of the kept and duplicates files.
+    report : bool
+        Write ``report.md`` with plots (sampling pairs and their true cosines costs a little).
+
+    Raises
+    ------
+    ValueError
+        An unknown keep policy or output format, ``keep="score"`` without a score field, or
+        both or neither threshold.
+    """
+
+    format: str | None = None
+    text_field: str = "text"
+    id_field: str | None = None
+    truth_field: str | None = None
+    score_field: str | None = None
+    batch_size: int = 10_000
+    max_distance: int | None = None
+    min_cosine: float | None = None
+    recall: float | None = None
+    keep: str = "first"
+    device: str = "auto"
+    output_format: str = "jsonl"
+    report: bool = False
+
+    def __post_init__(self) -> None:
+        """Check the options."""
+        if self.keep not in POLICIES:
+            raise ValueError(f"keep must be one of {', '.join(POLICIES)}, got {self.keep!r}")
+        if self.keep == "score" and self.score_field is None:
+            raise ValueError("keep='score' needs a score field")
+        if self.output_format not in OUTPUT_FORMATS:
+            raise ValueError(
+                f"output format must be one of {', '.join(OUTPUT_FORMATS)}, "
+                f"got {self.output_format!r}"
+            )
+        if (self.max_distance is None) == (self.min_cosine is None):
+            raise ValueError("give exactly one of max_distance and min_cosine")
+
+
+@dataclass
+class DedupResult:
+    """What a deduplication run found and wrote.
+
+    Attributes
+    ----------
+    summary : dict
+        ``input``, ``settings``, ``results``, ``ground_truth`` (or None), ``cluster_sizes``
+        (number of clusters of each size), ``timings_s`` and ``files``: JSON-safe, and written
+        to ``summary.json``.
+    codes : ndarray, shape (n, bits // 8), dtype uint8
+        Every document's fingerprint, in input order.
+    cluster : ndarray, shape (n,), dtype int64
+        Cluster of each document (``-1`` for documents without a near-duplicate).
+    kept : ndarray, shape (n,), dtype bool
+        Which documents were written to the kept file.
+    """
+
+    summary: dict[str, Any]
+    codes: np.ndarray
+    cluster: np.ndarray
+    kept: np.ndarray
+
+
+class StageTimer:
+    """Wall-clock seconds of named stages, with an optional progress bar per stage.
+
+    Parameters
+    ----------
+    progress : callable, optional
+        ``tqdm``-like factory ``progress(desc=..., unit=..., total=...)``; None for no bars.
+
+    Examples
+    --------
+    >>> timer = StageTimer()
+    >>> with timer.stage("join"):
+    ...     pass
+    >>> list(timer.seconds)
+    ['join']
+    """
+
+    def __init__(self, progress: Progress | None = None) -> None:
+        self.progress = progress
+        self.seconds: dict[str, float] = {}
+
+    @contextlib.contextmanager
+    def stage(self, name: str, *, unit: str = "doc", total: int | None = None) -> Iterator[Any]:
+        """Time the block as stage ``name``; yield its progress bar (disabled without one)."""
+        bar = tqdm(disable=True) if self.progress is None else self.progress(desc=name, unit=unit)
+        if total is not None:
+            bar.total = total
+        start = time.perf_counter()
+        try:
+            with bar:
+                yield bar
+        finally:
+            self.seconds[name] = time.perf_counter() - start
+
+
+@dataclass
+class _Fingerprints:
+    """What the first pass keeps per document."""
+
+    codes: np.ndarray
+    lengths: np.ndarray
+    scores: np.ndarray | None
+    truth: np.ndarray | None
+
+
+@dataclass
+class _Clusters:
+    """Clusters of near-duplicates and the document kept for each."""
+
+    labels: np.ndarray  # cluster of every document, 0 .. n_clusters - 1
+    sizes: np.ndarray  # documents per cluster
+    kept: np.ndarray  # bool per document
+    kept_rows: np.ndarray  # the kept document of every cluster
+    in_cluster: np.ndarray  # bool per document: in a cluster of two or more
+
+
+@dataclass
+class _Source:
+    """The input file and how to read it."""
+
+    path: Path
+    options: DedupOptions
+
+    def batches(self, *, records: bool) -> Iterator[Batch]:
+        """Read the file in batches (with whole records when asked)."""
+        return read_batches(
+            self.path,
+            format=self.options.format,
+            text_field=self.options.text_field,
+            id_field=self.options.id_field,
+            batch_size=self.options.batch_size,
+            records=records,
+        )
+
+
+def dedup_file(
+    path: str | Path,
+    out_dir: str | Path,
+    *,
+    bits: int = 64,
+    seed: int = 0,
+    featurizer: TextFeaturizer | None = None,
+    progress: Progress | None = None,
+    **options: Any,
+) -> DedupResult:
+    r"""Remove near-duplicate documents from a file, streaming it twice.
+
+    Parameters
+    ----------
+    path : str or Path
+        Input file (see ``gpusimhash.io.readers``).
+    out_dir : str or Path
+        Folder for ``kept.<fmt>``, ``duplicates.<fmt>`` and ``summary.json`` (created if
+        missing).
+    bits, seed, featurizer
+        How to fingerprint (`gpusimhash.FingerprintSettings`).
+    progress : callable, optional
+        ``tqdm``-like factory ``progress(desc=..., unit=...)`` for progress bars.
+    **options
+        The fields of `DedupOptions` (a threshold is required).
+
+    Returns
+    -------
+    DedupResult
+
+    Raises
+    ------
+    InputError
+        A problem with the input file (names file, line and field).
+    ValueError
+        A bad option.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (folder / "in.txt").write_text("red fox\nblue sky\nred fox\n")
+    >>> result = dedup_file(folder / "in.txt", folder / "out", max_distance=0)
+    >>> result.kept.tolist()
+    [True, True, False]
+    """
+    settings = FingerprintSettings(
+        bits=bits, seed=seed, featurizer=TextFeaturizer() if featurizer is None else featurizer
+    )
+    return run(path, out_dir, settings, DedupOptions(**options), progress=progress)
+
+
+def run(
+    path: str | Path,
+    out_dir: str | Path,
+    settings: FingerprintSettings,
+    options: DedupOptions,
+    *,
+    progress: Progress | None = None,
+) -> DedupResult:
+    """Run every stage of a deduplication (see the module's description).
+
+    Parameters
+    ----------
+    path : str or Path
+        Input file.
+    out_dir : str or Path
+        Output folder (created if missing).
+    settings : FingerprintSettings
+        Bits, seed and featurizer.
+    options : DedupOptions
+        Input, threshold, join, keep policy, outputs.
+    progress : callable, optional
+        ``tqdm``-like factory for progress bars.
+
+    Returns
+    -------
+    DedupResult
+    """
+    source, out_dir = _Source(Path(path), options), Path(out_dir)
+    radius = resolve_radius(
+        settings.bits, max_distance=options.max_distance, min_cosine=options.min_cosine
+    )
+    device = resolve_device(options.device)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    timer = StageTimer(progress)
+    start = time.perf_counter()
+
+    if settings.featurizer.weighting == "tfidf" and not settings.featurizer.is_fitted:
+        with timer.stage("fit_tfidf") as bar:
+            settings.featurizer.fit(_texts_with_progress(source.batches(records=False), bar))
+    with timer.stage("fingerprint") as bar:
+        first = _fingerprint_pass(source, settings, device, bar)
+    n = first.codes.shape[0]
+    with timer.stage("join", unit="code"):
+        groups = _join(first.codes, radius, options.recall)
+    with timer.stage("cluster"):
+        clusters = _cluster(groups, first, options.keep)
+    sample = report.sample_pairs(groups, first.codes, settings.seed) if options.report else None
+    wanted = set(sample["rows"].tolist()) if sample is not None else set()
+    files: dict[str, str] = {}
+    with timer.stage("write", total=n) as bar:
+        ids, texts = _write_kept(source, out_dir, clusters, wanted, files, bar)
+        cluster = _write_duplicates(out_dir, options.output_format, clusters, ids, first, files)
+
+    n_pairs = _count_pairs(groups)
+    summary = _summary(source, settings, options, device, radius, groups, first, clusters)
+    summary["results"]["near_duplicate_pairs"] = n_pairs
+    if first.truth is not None:
+        pairs = groups.pairs() if n_pairs <= MAX_EVALUATED_PAIRS else None
+        summary["ground_truth"] = removal_scores(first.truth, clusters.kept, pairs)
+    summary["files"] = files
+    files["summary.json"] = "this summary, as JSON"
+    if sample is not None:
+        with timer.stage("report", unit="pair"):
+            files["report.md"] = "the report, with plots (PNG)"
+            _finish_summary(summary, timer, start, n)
+            data = report.sampled_cosines(sample, texts, first.codes, settings.featurizer)
+            report.write_report(
+                out_dir, summary, **data, cluster_sizes=clusters.sizes[clusters.sizes > 1]
+            )
+    _finish_summary(summary, timer, start, n)
+    write_json(out_dir / "summary.json", summary)
+    return DedupResult(summary, first.codes, cluster, clusters.kept)
+
+
+# ---------------------------------------------------------------- stages
+
+
+def _fingerprint_pass(
+    source: _Source, settings: FingerprintSettings, device: str, bar: Any
+) -> _Fingerprints:
+    """Fingerprint every document; keep codes, lengths, scores and labels."""
+    options = source.options
+    codes, lengths, scores, truth = [], [], [], []
+    table: dict[Any, int] = {}
+    need_records = options.truth_field is not None or options.score_field is not None
+    for batch in source.batches(records=need_records):
+        codes.append(settings.fingerprint(batch.texts, device=device))
+        lengths.append(np.fromiter(map(len, batch.texts), dtype=np.int64, count=len(batch)))
+        if options.truth_field is not None:
+            field = options.truth_field
+            values = [_record_value(source.path, batch, k, field) for k in range(len(batch))]
+            truth.append(_labels(values, table, str(source.path)))
+        if options.score_field is not None:
+            scores.append(_scores(source.path, batch, options.score_field))
+        bar.update(len(batch))
+    return _Fingerprints(
+        codes=np.concatenate(codes) if codes else np.zeros((0, settings.bits // 8), np.uint8),
+        lengths=np.concatenate(lengths) if lengths else np.zeros(0, np.int64),
+        scores=_stack(scores, np.float64) if options.score_field else None,
+        truth=_stack(truth, np.int64) if options.truth_field else None,
+    )
+
+
+def _join(codes: np.ndarray, radius: int, recall: float | None) -> DuplicateGroups:
+    """Every pair of codes within the radius: exact, or approximate with a stated recall."""
+    if recall is None:
+        return near_duplicate_groups(codes, max_distance=radius)
+    return approximate_near_duplicate_groups(codes, max_distance=radius, recall=recall)
+
+
+def _cluster(groups: DuplicateGroups, first: _Fingerprints, policy: str) -> _Clusters:
+    """Cluster by connected components of the pairs; keep one document per cluster."""
+    labels = group_labels(groups)
+    n = labels.size
+    sizes = np.bincount(labels, minlength=int(labels.max()) + 1 if n else 0)
+    kept = keep_one(labels, policy=policy, lengths=first.lengths, scores=first.scores)
+    kept_rows = np.empty(sizes.size, dtype=np.int64)
+    kept_rows[labels[kept]] = np.flatnonzero(kept)
+    in_cluster = sizes[labels] > 1 if n else np.zeros(0, dtype=bool)
+    return _Clusters(labels, sizes, kept, kept_rows, in_cluster)
+
+
+def _write_kept(
+    source: _Source,
+    out_dir: Path,
+    clusters: _Clusters,
+    wanted_rows: set[int],
+    files: dict[str, str],
+    bar: Any,
+) -> tuple[dict[int, Any], dict[int, str]]:
+    """Write the kept records; collect ids of clustered rows and texts of the wanted rows."""
+    kept = clusters.kept
+    kept_path = out_dir / f"kept.{source.options.output_format}"
+    ids: dict[int, Any] = {}
+    texts: dict[int, str] = {}
+    rows_read = 0
+    with RecordWriter(kept_path, source.options.output_format) as writer:
+        for batch in source.batches(records=True):
+            rows = batch.rows
+            rows_read += len(batch)
+            if rows_read > len(kept):
+                break
+            records = batch.records
+            writer.write([records[k] for k in np.flatnonzero(kept[rows])])
+            for k in np.flatnonzero(clusters.in_cluster[rows]):
+                ids[int(rows[k])] = batch.ids[k]
+            for k, row in enumerate(rows.tolist()):
+                if row in wanted_rows:
+                    texts[row] = batch.texts[k]
+            bar.update(len(batch))
+    if rows_read != len(kept):
+        raise InputError(
+            f"{source.path}: changed while it was read ({len(kept)} documents, then {rows_read})"
+        )
+    files[kept_path.name] = f"the {writer.count:,} kept documents, whole records, in input order"
+    return ids, texts
+
+
+def _write_duplicates(
+    out_dir: Path,
+    output_format: str,
+    clusters: _Clusters,
+    ids: dict[int, Any],
+    first: _Fingerprints,
+    files: dict[str, str],
+) -> np.ndarray:
+    """Write one record per cluster of two or more documents; return per-document cluster ids."""
+    labels, sizes, codes = clusters.labels, clusters.sizes, first.codes
+    path = out_dir / f"duplicates.{output_format}"
+    rows = np.flatnonzero(clusters.in_cluster)
+    rows = rows[np.argsort(labels[rows], kind="stable")]
+    cluster = np.full(labels.size, -1, dtype=np.int64)
+    big = np.flatnonzero(sizes > 1)
+    report_id = np.full(sizes.size, -1, dtype=np.int64)
+    report_id[big] = np.arange(big.size)
+    cluster[rows] = report_id[labels[rows]]
+    starts = np.searchsorted(labels[rows], big)
+    ends = np.append(starts[1:], rows.size)[: starts.size]
+    with RecordWriter(path, output_format) as writer:
+        records = []
+        for number, (label, lo, hi) in enumerate(zip(big, starts, ends, strict=True)):
+            members = rows[lo:hi]
+            kept = clusters.kept_rows[label]
+            distances = hamming(codes[members], np.broadcast_to(codes[kept], codes[members].shape))
+            records.append(
+                {
+                    "cluster": number,
+                    "size": int(members.size),
+                    "kept_id": ids[int(kept)],
+                    "kept_row": int(kept),
+                    "ids": [ids[int(r)] for r in members],
+                    "rows": members.tolist(),
+                    "distances": distances.astype(int).tolist(),
+                }
+            )
+            if len(records) == _DUPLICATES_CHUNK:
+                writer.write(records)
+                records = []
+        writer.write(records)
+    files[path.name] = (
+        f"{big.size:,} clusters of near-duplicates: ids, rows and Hamming distance of every "
+        "member to the kept one"
+    )
+    return cluster
+
+
+# ---------------------------------------------------------------- summary
+
+
+def _summary(
+    source: _Source,
+    settings: FingerprintSettings,
+    options: DedupOptions,
+    device: str,
+    radius: int,
+    groups: DuplicateGroups,
+    first: _Fingerprints,
+    clusters: _Clusters,
+) -> dict[str, Any]:
+    """Describe the run's settings and results (the caller adds timings and files)."""
+    n, sizes, kept = first.codes.shape[0], clusters.sizes, clusters.kept
+    featurizer, recall = settings.featurizer, options.recall
+    return {
+        "input": str(source.path),
+        "settings": {
+            "bits": settings.bits,
+            "seed": settings.seed,
+            "device": device,
+            "analyzer": featurizer.analyzer,
+            "ngram": featurizer.ngram,
+            "weighting": featurizer.weighting,
+            "max_distance": radius,
+            "join": "exact" if recall is None else f"approximate, recall >= {recall}",
+            "min_estimated_cosine": float(np.cos(np.pi * radius / settings.bits)),
+            "keep": options.keep,
+        },
+        "results": {
+            "documents": n,
+            "kept": int(kept.sum()),
+            "removed": int(n - kept.sum()),
+            "clusters": int((sizes > 1).sum()),
+            "largest_cluster": int(sizes.max()) if n else 0,
+            "distinct_codes": groups.n_unique,
+        },
+        "ground_truth": None,
+        "cluster_sizes": cluster_summary(clusters.labels).to_dict()["size_counts"],
+    }
+
+
+def _finish_summary(summary: dict[str, Any], timer: StageTimer, start: float, n: int) -> None:
+    """Add the total time, the throughput and every stage's time to the summary."""
+    total = time.perf_counter() - start
+    summary["results"]["seconds"] = round(total, 3)
+    summary["results"]["documents_per_second"] = round(n / total, 1) if total else 0.0
+    summary["timings_s"] = {k: round(v, 4) for k, v in {**timer.seconds, "total": total}.items()}
+
+
+def _count_pairs(groups: DuplicateGroups) -> int:
+    """Count the document pairs within the radius, without expanding them."""
+    sizes = np.bincount(groups.inverse) if groups.inverse.size else np.zeros(0, np.int64)
+    same = int((sizes * (sizes - 1) // 2).sum())
+    if not len(groups.unique_pairs):
+        return same
+    return same + int((sizes[groups.unique_pairs[:, 0]] * sizes[groups.unique_pairs[:, 1]]).sum())
+
+
+# ---------------------------------------------------------------- record fields
+
+
+def _texts_with_progress(batches: Iterator[Batch], bar: Any) -> Iterator[str]:
+    """Yield every text of a stream of batches, counting them on a progress bar."""
+    for batch in batches:
+        yield from batch.texts
+        bar.update(len(batch))
+
+
+def _stack(parts: list[np.ndarray], dtype: type) -> np.ndarray:
+    """Concatenate per-batch arrays (an empty array of ``dtype`` for none)."""
+    return np.concatenate(parts) if parts else np.zeros(0, dtype)
+
+
+def _labels(values: list[Any], table: dict[Any, int], where: str) -> np.ndarray:
+    """Map ground-truth labels (any hashable JSON scalar) to small integers."""
+    out = np.empty(len(values), dtype=np.int64)
+    for k, value in enumerate(values):
+        if isinstance(value, dict | list):
+            raise InputError(
+                f"{where}: ground-truth label must be a scalar, got {type(value).__name__}"
+            )
+        out[k] = table.setdefault(value, len(table))
+    return out
+
+
+def _record_value(path: Path, batch: Batch, k: int, field_name: str) -> Any:
+    """Return a field of a record, or raise naming the row."""
+    record = batch.records[k]
+    if field_name not in record:
+        raise InputError(
+            f"{path}, document {int(batch.rows[k])}: no field {field_name!r} "
+            f"(fields: {', '.join(sorted(record))})"
+        )
+    return record[field_name]
+
+
+def _scores(path: Path, batch: Batch, field_name: str) -> np.ndarray:
+    """Return the numeric score of every record of a batch."""
+    out = np.empty(len(batch))
+    for k in range(len(batch)):
+        value = _record_value(path, batch, k, field_name)
+        if isinstance(value, str):
+            try:
+                value = float(value)
+            except ValueError:
+                value = None
+        if isinstance(value, bool) or not isinstance(value, int | float) or not np.isfinite(value):
+            raise InputError(
+                f"{path}, document {int(batch.rows[k])}: score field {field_name!r} must be a "
+                f"finite number, got {value!r}"
+            )
+        out[k] = value
+    return out

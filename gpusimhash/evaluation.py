@@ -1,0 +1,208 @@
+"""Quality against ground truth: pair and removal scores, and exact cosines of texts.
+
+The dedup report, the benchmarks and the tests score results here; the corpora with ground truth
+live in `gpusimhash.datasets`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from gpusimhash.text import TextFeaturizer
+
+__all__ = ["duplicate_pairs", "pair_scores", "removal_scores", "true_cosines"]
+
+
+def duplicate_pairs(groups: np.ndarray) -> np.ndarray:
+    """Return every pair ``(i, j)``, ``i < j``, of positions with equal group labels.
+
+    Parameters
+    ----------
+    groups : array_like of int, shape (n,)
+        Group label of each document.
+
+    Returns
+    -------
+    pairs : ndarray, shape (m, 2), dtype int64
+        Sorted lexicographically. ``m`` is the sum of ``size * (size - 1) / 2`` over groups, so
+        this is for evaluation at moderate sizes.
+
+    Examples
+    --------
+    >>> duplicate_pairs([5, 1, 5, 5]).tolist()
+    [[0, 2], [0, 3], [2, 3]]
+    """
+    groups = np.asarray(groups)
+    order = np.argsort(groups, kind="stable")
+    _, starts, counts = np.unique(groups[order], return_index=True, return_counts=True)
+    pairs = [
+        np.stack(np.triu_indices(c, 1), axis=1) + s
+        for s, c in zip(starts, counts, strict=True)
+        if c > 1
+    ]
+    if not pairs:
+        return np.empty((0, 2), dtype=np.int64)
+    local = np.concatenate(pairs)
+    found = np.sort(order[local], axis=1).astype(np.int64)
+    return found[np.lexsort((found[:, 1], found[:, 0]))]
+
+
+def pair_scores(predicted: np.ndarray, groups: np.ndarray) -> dict[str, float | int]:
+    """Score predicted duplicate pairs against group labels.
+
+    Parameters
+    ----------
+    predicted : array_like of int, shape (m, 2)
+        Predicted pairs of positions (either order; repeats are counted once).
+    groups : array_like of int, shape (n,)
+        True group label of each position.
+
+    Returns
+    -------
+    dict
+        ``true_pairs``, ``predicted_pairs``, ``true_positives``, ``precision`` and ``recall``
+        (1.0 where the denominator is 0).
+
+    Raises
+    ------
+    ValueError
+        Pairs of the wrong shape or naming positions outside ``groups``.
+
+    Examples
+    --------
+    >>> pair_scores([[0, 2], [0, 1]], [5, 1, 5, 5])
+    {'true_pairs': 3, 'predicted_pairs': 2, 'true_positives': 1, 'precision': 0.5, 'recall': 0.3333333333333333}
+    """
+    groups = np.asarray(groups)
+    predicted = np.asarray(predicted, dtype=np.int64)
+    if predicted.size == 0:
+        predicted = predicted.reshape(0, 2)
+    if predicted.ndim != 2 or predicted.shape[1] != 2:
+        raise ValueError(f"predicted pairs must have shape (m, 2), got {predicted.shape}")
+    if predicted.size and (predicted.min() < 0 or predicted.max() >= groups.size):
+        raise ValueError(f"predicted pairs must name positions in [0, {groups.size})")
+    predicted = np.unique(np.sort(predicted, axis=1), axis=0)
+    predicted = predicted[predicted[:, 0] != predicted[:, 1]]
+    hits = int(np.count_nonzero(groups[predicted[:, 0]] == groups[predicted[:, 1]]))
+    _, counts = np.unique(groups, return_counts=True)
+    true_pairs = int(np.sum(counts * (counts - 1) // 2))
+    return {
+        "true_pairs": true_pairs,
+        "predicted_pairs": int(predicted.shape[0]),
+        "true_positives": hits,
+        "precision": hits / predicted.shape[0] if predicted.shape[0] else 1.0,
+        "recall": hits / true_pairs if true_pairs else 1.0,
+    }
+
+
+def removal_scores(
+    truth: np.ndarray, kept: np.ndarray, pairs: np.ndarray | None = None
+) -> dict[str, Any]:
+    """Score a deduplication against ground-truth group labels.
+
+    The ground truth keeps one document per group, so the documents to remove are all but one
+    of each group; a removed document is correct when it has a duplicate and its group keeps
+    some other member.
+
+    Parameters
+    ----------
+    truth : ndarray, shape (n,), dtype int64
+        True group label of each document.
+    kept : ndarray, shape (n,), dtype bool
+        Which documents the run kept.
+    pairs : ndarray, shape (m, 2), optional
+        The near-duplicate pairs the run found: adds pair precision and recall.
+
+    Returns
+    -------
+    dict
+        ``true_groups_with_duplicates``, ``documents_to_remove``, ``removed_correctly``,
+        ``removal_precision``, ``removal_recall``, and with ``pairs`` also ``true_pairs``,
+        ``pairs_found``, ``pair_precision`` and ``pair_recall``.
+
+    Examples
+    --------
+    >>> truth = np.array([0, 0, 1, 2])
+    >>> scores = removal_scores(truth, np.array([True, False, True, False]))
+    >>> scores["removal_precision"], scores["removal_recall"]
+    (0.5, 1.0)
+    """
+    n = truth.size
+    group_sizes = np.bincount(truth) if n else np.zeros(0, np.int64)
+    is_duplicate = group_sizes[truth] > 1 if n else np.zeros(0, bool)
+    # the ground truth keeps one document per group: the rest should be removed
+    should_remove = int((group_sizes[group_sizes > 1] - 1).sum())
+    removed = ~kept
+    # a removed document is correct if its group keeps some other member
+    kept_per_group = np.bincount(truth[kept], minlength=group_sizes.size) if n else group_sizes
+    correct = removed & is_duplicate & (kept_per_group[truth] >= 1)
+    result: dict[str, Any] = {
+        "true_groups_with_duplicates": int((group_sizes > 1).sum()),
+        "documents_to_remove": should_remove,
+        "removed_correctly": int(correct.sum()),
+        "removal_precision": float(correct.sum() / removed.sum()) if removed.any() else 1.0,
+        "removal_recall": float(correct.sum() / should_remove) if should_remove else 1.0,
+    }
+    if pairs is not None:
+        scores = pair_scores(pairs, truth)
+        result.update(
+            {
+                "true_pairs": scores["true_pairs"],
+                "pairs_found": scores["predicted_pairs"],
+                "pair_precision": scores["precision"],
+                "pair_recall": scores["recall"],
+            }
+        )
+    return result
+
+
+def true_cosines(
+    featurizer: TextFeaturizer, texts_a: Sequence[str], texts_b: Sequence[str]
+) -> np.ndarray:
+    """Exact cosine similarity of the weighted feature vectors of text pairs.
+
+    Features are compared by their hash state, as the fingerprint sees them.
+
+    Parameters
+    ----------
+    featurizer : TextFeaturizer
+        How text becomes weighted features (fitted, for tfidf).
+    texts_a, texts_b : sequence of str, same length
+        The pairs.
+
+    Returns
+    -------
+    ndarray, shape (len(texts_a),), dtype float64
+        Cosines; NaN where a document has no features (the cosine is undefined).
+
+    Raises
+    ------
+    ValueError
+        Sequences of different lengths.
+
+    Examples
+    --------
+    >>> true_cosines(TextFeaturizer(), ["a b", "a"], ["a b b", ""]).round(3).tolist()
+    [0.949, nan]
+    """
+    if len(texts_a) != len(texts_b):
+        raise ValueError(f"need as many texts_b as texts_a, got {len(texts_b)} and {len(texts_a)}")
+    n = len(texts_a)
+    batch = featurizer.transform(list(texts_a) + list(texts_b))
+    distinct, column = np.unique(batch.states, return_inverse=True)
+    matrix = sp.csr_matrix(
+        (batch.entry_weights(), column.ravel(), batch.offsets), shape=(2 * n, distinct.size)
+    )
+    matrix.sum_duplicates()
+    a, b = matrix[:n], matrix[n:]
+    dots = np.asarray(a.multiply(b).sum(axis=1)).ravel()
+    norms = np.sqrt(np.asarray(a.multiply(a).sum(axis=1)).ravel()) * np.sqrt(
+        np.asarray(b.multiply(b).sum(axis=1)).ravel()
+    )
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cosines = np.where(norms > 0, dots / norms, np.nan)
+    return np.clip(cosines, -1.0, 1.0)

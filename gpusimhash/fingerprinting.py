@@ -1,0 +1,322 @@
+"""The public ``fingerprint``: validate, featurize, dispatch to the CPU or GPU engine, return."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from gpusimhash import _backend, _cpu, _validate
+from gpusimhash._batching import chunks
+from gpusimhash.features import FeatureBatch
+from gpusimhash.text import TextFeaturizer
+from gpusimhash.vectors import sparse_batches, vectors_batch
+
+DEFAULT_BATCH_SIZE = 131_072
+
+
+def resolve_device(device: str) -> str:
+    """Turn ``"auto"`` into ``"gpu"`` or ``"cpu"``; check that an asked-for GPU exists.
+
+    Parameters
+    ----------
+    device : {"auto", "cpu", "gpu"}
+        What the caller asked for.
+
+    Returns
+    -------
+    str
+        ``"cpu"`` or ``"gpu"``.
+
+    Raises
+    ------
+    ValueError
+        An unknown device name.
+    RuntimeError
+        ``"gpu"`` without CuPy or a CUDA device.
+    """
+    device = _validate.device(device)
+    if device == "cpu":
+        return "cpu"
+    if device == "gpu":
+        _backend.require_gpu()
+        return "gpu"
+    return "gpu" if _backend.gpu_available() else "cpu"
+
+
+@dataclass(frozen=True)
+class FingerprintSettings:
+    """What makes two fingerprints comparable: length, seed and featurizer.
+
+    The triple a `SimHashIndex` saves, a dedup run reports and every engine needs; codes made
+    under different settings must never be compared.
+
+    Parameters
+    ----------
+    bits : int
+        Fingerprint length: a multiple of 8 in ``[8, 4096]``.
+    seed : int
+        Global hash seed in ``[0, 2**32)``.
+    featurizer : TextFeaturizer
+        How text becomes weighted features (default: lower-cased words weighted by count).
+
+    Raises
+    ------
+    TypeError, ValueError
+        A bad ``bits``, ``seed`` or featurizer.
+
+    Examples
+    --------
+    >>> settings = FingerprintSettings(bits=64)
+    >>> settings.fingerprint(["the cat sat", "The cat sat!"]).shape
+    (2, 8)
+    """
+
+    bits: int = 64
+    seed: int = 0
+    featurizer: TextFeaturizer = field(default_factory=TextFeaturizer)
+
+    def __post_init__(self) -> None:
+        """Validate the settings."""
+        object.__setattr__(self, "bits", _validate.bits(self.bits))
+        object.__setattr__(self, "seed", _validate.seed(self.seed))
+        if not isinstance(self.featurizer, TextFeaturizer):
+            raise TypeError(
+                f"featurizer must be a TextFeaturizer, got {type(self.featurizer).__name__}"
+            )
+
+    def fingerprint(self, vectors: Any, *, device: str = "auto", **options: Any) -> np.ndarray:
+        """Fingerprint documents under these settings (see `fingerprint` for ``options``).
+
+        Parameters
+        ----------
+        vectors : sequence or iterable of documents, or scipy sparse matrix
+            As for `fingerprint`.
+        device : {"auto", "cpu", "gpu"}
+            Where to compute.
+        **options
+            ``vocabulary`` and ``batch_size`` of `fingerprint`.
+
+        Returns
+        -------
+        ndarray, shape (n_docs, bits // 8), dtype uint8
+        """
+        return fingerprint(
+            vectors,
+            bits=self.bits,
+            seed=self.seed,
+            device=device,
+            featurizer=self.featurizer,
+            **options,
+        )
+
+
+def _input_kind(first: Any) -> str:
+    """Classify the input by its first document."""
+    if isinstance(first, str):
+        return "text"
+    if isinstance(first, Mapping):
+        return "mapping"
+    if isinstance(first, Sequence) and not isinstance(first, bytes):
+        return "pairs"
+    raise TypeError(
+        "document 0: expected text (str), a mapping {feature: weight} or a list of "
+        f"(feature, weight) pairs, got {type(first).__name__}"
+    )
+
+
+def _batches(
+    vectors: Any,
+    vocabulary: Sequence[str] | None,
+    featurizer: TextFeaturizer,
+    batch_size: int,
+) -> Iterator[tuple[str, int, Any]]:
+    """Yield ``(kind, first_index, batch)``: text lists for ``"text"``, else FeatureBatches."""
+    if sp.issparse(vectors):
+        if vocabulary is None:
+            raise ValueError("a sparse matrix needs vocabulary= (the feature of each column)")
+        for first, batch in sparse_batches(vectors, vocabulary, batch_size):
+            yield "vectors", first, batch
+        return
+    if vocabulary is not None:
+        raise ValueError("vocabulary= is only for a scipy sparse matrix input")
+    if isinstance(vectors, (str, bytes, Mapping)) or not isinstance(vectors, Iterable):
+        raise TypeError(
+            "vectors must be a sequence or iterable of documents, a scipy sparse matrix with "
+            f"vocabulary=, got {type(vectors).__name__}"
+        )
+    if isinstance(vectors, Sequence):
+        if not len(vectors):
+            return
+        kind, documents = _input_kind(vectors[0]), vectors
+    else:
+        iterator = iter(vectors)
+        head = list(itertools.islice(iterator, 1))
+        if not head:
+            return
+        kind, documents = _input_kind(head[0]), itertools.chain(head, iterator)
+    first = 0
+    for chunk in chunks(documents, batch_size):
+        if kind == "text":
+            yield "text", first, chunk
+        else:
+            yield "vectors", first, vectors_batch(chunk, kind, first)
+        first += len(chunk)
+
+
+def fingerprint(
+    vectors: Any,
+    *,
+    bits: int = 64,
+    seed: int = 0,
+    device: str = "auto",
+    vocabulary: Sequence[str] | None = None,
+    featurizer: TextFeaturizer | None = None,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+) -> np.ndarray:
+    """Compute SimHash fingerprints of weighted feature vectors, bit for bit the seed's reference.
+
+    Parameters
+    ----------
+    vectors : sequence or iterable of documents, or scipy sparse matrix
+        Every document of one kind: a mapping ``{feature: weight}``; a list of
+        ``(feature, weight)`` pairs; a raw text string (featurized by ``featurizer``); or the
+        rows of a sparse matrix whose columns ``vocabulary`` names. Any iterable is consumed
+        once, in batches of ``batch_size`` documents, so memory stays bounded.
+    bits : int
+        Fingerprint length: a multiple of 8 in ``[8, 4096]``.
+    seed : int
+        Global hash seed in ``[0, 2**32)``.
+    device : {"auto", "cpu", "gpu"}
+        Where to compute; ``"auto"`` uses a GPU when CuPy and a CUDA device are present. Both
+        give identical codes.
+    vocabulary : sequence of str, optional
+        Feature names of the sparse matrix's columns.
+    featurizer : TextFeaturizer, optional
+        How text becomes features (default: lower-cased word tokens weighted by count).
+    batch_size : int
+        Documents per batch.
+
+    Returns
+    -------
+    codes : ndarray, shape (n_docs, bits // 8), dtype uint8
+        Bit ``i`` of a fingerprint is bit ``i % 8`` (least significant first) of byte ``i // 8``:
+        FAISS's binary layout.
+
+    Raises
+    ------
+    TypeError
+        A document, feature or weight of the wrong kind (the message names the document).
+    ValueError
+        A bad ``bits``, ``seed``, ``device`` or ``batch_size``; NaN or infinite weights; a
+        malformed pair; a sparse matrix without a matching vocabulary.
+    RuntimeError
+        ``device="gpu"`` where no GPU is usable.
+
+    Examples
+    --------
+    >>> fingerprint([{"apple": 3, "pie": 1}], bits=16, seed=12345).shape
+    (1, 2)
+    >>> codes = fingerprint(["the cat sat", "The cat sat!", "a dog ran"], bits=64)
+    >>> bool((codes[0] == codes[1]).all())
+    True
+    """
+    bits = _validate.bits(bits)
+    seed = _validate.seed(seed)
+    batch_size = _validate.positive_integer(batch_size, "batch_size")
+    engine = resolve_device(device)
+    featurizer = TextFeaturizer() if featurizer is None else featurizer
+    results = [
+        _fingerprint_one(kind, first, batch, featurizer, engine, bits, seed)
+        for kind, first, batch in _batches(vectors, vocabulary, featurizer, batch_size)
+    ]
+    if not results:
+        return np.zeros((0, bits // 8), dtype=np.uint8)
+    return np.concatenate(results) if len(results) > 1 else results[0]
+
+
+def _fingerprint_one(
+    kind: str,
+    first: int,
+    batch: Any,
+    featurizer: TextFeaturizer,
+    engine: str,
+    bits: int,
+    seed: int,
+) -> np.ndarray:
+    """Fingerprint one batch on the chosen engine, returning host codes."""
+    if engine == "gpu":
+        from gpusimhash import _gpu
+
+        if kind == "text":
+            codes = _gpu.fingerprint_text(
+                batch, featurizer, bits=bits, seed=seed, first_index=first
+            )
+            return _backend.to_host(codes)
+        return _backend.to_host(_gpu.fingerprint_batch(batch, bits=bits, seed=seed))
+    if kind == "text":
+        batch = featurizer.transform(batch, first_index=first)
+    return _cpu.fingerprint_batch(batch, bits=bits, seed=seed)
+
+
+def fingerprint_device(
+    documents: FeatureBatch | Sequence[str],
+    *,
+    bits: int = 64,
+    seed: int = 0,
+    featurizer: TextFeaturizer | None = None,
+) -> Any:
+    """Compute fingerprints on the GPU and keep them there, for GPU callers.
+
+    Parameters
+    ----------
+    documents : FeatureBatch or sequence of str
+        A batch whose arrays are CuPy (fingerprinted where they are) or NumPy (copied to the
+        device), or raw texts, featurized on the device.
+    bits : int
+        Fingerprint length: a multiple of 8 in ``[8, 4096]``.
+    seed : int
+        Global hash seed in ``[0, 2**32)``.
+    featurizer : TextFeaturizer, optional
+        For texts (default: lower-cased word tokens weighted by count).
+
+    Returns
+    -------
+    codes : cupy.ndarray, shape (n_docs, bits // 8), dtype uint8
+        The codes ``gpusimhash.fingerprinting`` returns, left on the device.
+
+    Raises
+    ------
+    RuntimeError
+        No usable GPU.
+    TypeError
+        Arrays of the wrong dtype, or a document that is not a str.
+    ValueError
+        Bad ``bits`` or ``seed``, malformed offsets, NaN or infinite weights.
+
+    Examples
+    --------
+    >>> from gpusimhash import _backend
+    >>> if _backend.gpu_available():
+    ...     codes = fingerprint_device(["the cat sat", "a dog ran"], bits=64)
+    ...     assert codes.shape == (2, 8)
+    """
+    bits = _validate.bits(bits)
+    seed = _validate.seed(seed)
+    cupy = _backend.require_gpu()
+    from gpusimhash import _gpu
+
+    if not isinstance(documents, FeatureBatch):
+        featurizer = TextFeaturizer() if featurizer is None else featurizer
+        return _gpu.fingerprint_text(list(documents), featurizer, bits=bits, seed=seed)
+    if not isinstance(documents.states, cupy.ndarray):
+        return _gpu.fingerprint_batch(documents, bits=bits, seed=seed)
+    states, offsets, weights = _validate.device_batch(cupy, documents)
+    engine = _gpu.device_engine()
+    return engine.accumulate(
+        states, offsets, weights, engine.plan_tasks(offsets), bits=bits, seed=seed
+    )

@@ -1,0 +1,1 @@
+"""Files in and out: record readers, atomic writers, and the checksummed bundle store."""

@@ -1,0 +1,383 @@
+"""Stream documents from JSONL, Parquet, CSV/TSV and plain-text files in batches.
+
+Every reader yields :class:`DocumentBatch` objects of at most ``batch_size`` documents, so a file
+of any size is read in bounded memory. A problem with the file is an :class:`InputError` whose
+message names the file, the line (or row) and the field, for example
+``docs.jsonl, line 7: no field 'text' (fields: body, title)``.
+
+Formats (``format=``, else from the file name, ``.gz`` allowed for the text formats):
+
+- ``jsonl`` (``.jsonl``, ``.ndjson``, ``.json``): one JSON object per line, blank lines skipped;
+- ``parquet`` (``.parquet``, ``.pq``): needs pyarrow (``pip install 'gpusimhash[io]'``);
+- ``csv`` / ``tsv`` (``.csv``, ``.tsv``): a header row names the columns;
+- ``text`` (``.txt`` and anything else): each line is one document, with no id field.
+
+A document's id is the value of ``id_field`` (an int or a str), or its row number (from 0) when
+``id_field`` is None.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+
+from gpusimhash._choices import FORMATS
+
+_SUFFIXES = {
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".json": "jsonl",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".csv": "csv",
+    ".tsv": "tsv",
+    ".txt": "text",
+}
+PYARROW_HINT = "pip install 'gpusimhash[io]' (or pyarrow)"
+
+
+class InputError(ValueError):
+    """A document file that cannot be read as asked; the message names file, line and field."""
+
+
+@dataclass(frozen=True)
+class DocumentBatch:
+    """Consecutive documents of one file.
+
+    Attributes
+    ----------
+    rows : ndarray, shape (n,), dtype int64
+        Row number of each document in the file, from 0 (blank JSONL lines are not rows).
+    ids : list of int or str
+        Each document's id.
+    texts : list of str
+        Each document's text.
+    records : list of dict or None
+        The full input records (every field), when asked for; for plain text
+        ``{"id": row, "text": line}``.
+    """
+
+    rows: np.ndarray
+    ids: list
+    texts: list[str]
+    records: list[dict[str, Any]] | None
+
+    def __len__(self) -> int:
+        """Return the number of documents."""
+        return len(self.texts)
+
+
+def detect_format(path: str | Path) -> str:
+    """Guess a file's format from its name.
+
+    Parameters
+    ----------
+    path : str or Path
+        File name; a trailing ``.gz`` is ignored.
+
+    Returns
+    -------
+    str
+        One of ``FORMATS``; ``"text"`` for unknown suffixes.
+
+    Examples
+    --------
+    >>> detect_format("corpus.jsonl.gz"), detect_format("a.parquet"), detect_format("notes")
+    ('jsonl', 'parquet', 'text')
+    """
+    name = Path(path).name.lower()
+    name = name.removesuffix(".gz")
+    return _SUFFIXES.get(Path(name).suffix, "text")
+
+
+def require_pyarrow() -> Any:
+    """Import and return ``pyarrow.parquet``, or raise ImportError with the install command.
+
+    Returns
+    -------
+    module
+        ``pyarrow.parquet``.
+
+    Raises
+    ------
+    ImportError
+        pyarrow is not installed.
+    """
+    try:
+        import pyarrow.parquet as pq
+    except ImportError as error:
+        raise ImportError(f"Parquet files need pyarrow: {PYARROW_HINT}") from error
+    return pq
+
+
+def read_batches(
+    path: str | Path,
+    *,
+    format: str | None = None,
+    text_field: str = "text",
+    id_field: str | None = None,
+    batch_size: int = 10_000,
+    records: bool = False,
+) -> Iterator[DocumentBatch]:
+    """Stream a document file in batches.
+
+    Parameters
+    ----------
+    path : str or Path
+        The file.
+    format : str, optional
+        One of ``FORMATS``; default: from the file name (:func:`detect_format`).
+    text_field : str
+        Field (JSONL), column (Parquet, CSV, TSV) holding the text; unused for plain text.
+    id_field : str, optional
+        Field holding each document's id (int or str); default: the row number.
+    batch_size : int
+        Most documents per batch, >= 1.
+    records : bool
+        Also return every document's full record (for writing documents back out).
+
+    Yields
+    ------
+    DocumentBatch
+        Documents in file order.
+
+    Raises
+    ------
+    InputError
+        A missing field or column, a value of the wrong type, a malformed line or file, bytes that
+        are not UTF-8; the message names the file and the line or row.
+    FileNotFoundError, PermissionError, IsADirectoryError
+        The file cannot be opened.
+    ImportError
+        A Parquet file without pyarrow installed.
+    ValueError
+        An unknown format or a batch size below 1.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "docs.jsonl")
+    >>> with open(path, "w") as f:
+    ...     print('{"text": "a cat"}', '{"text": "a dog"}', sep=chr(10), file=f)
+    >>> [b.texts for b in read_batches(path)]
+    [['a cat', 'a dog']]
+    """
+    format = detect_format(path) if format is None else format
+    if format not in FORMATS:
+        raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+    path = Path(path)
+    if format == "parquet":
+        yield from _parquet_batches(path, text_field, id_field, batch_size, records)
+        return
+    reader = {"jsonl": _jsonl_rows, "csv": _csv_rows, "tsv": _csv_rows, "text": _text_rows}[format]
+    with _open_binary(path) as stream:
+        rows = reader(stream, path, format, text_field, id_field)
+        yield from _batched(rows, batch_size, records)
+
+
+def _open_binary(path: Path) -> IO[bytes]:
+    """Open a file for reading bytes, decompressing ``.gz``."""
+    if path.name.lower().endswith(".gz"):
+        # a C-level buffer in front: GzipFile's own line iteration is slow Python per line
+        return io.BufferedReader(gzip.open(path, "rb"), buffer_size=1 << 20)
+    return open(path, "rb")
+
+
+def _batched(rows, batch_size: int, keep_records: bool) -> Iterator[DocumentBatch]:
+    """Group ``(id, text, record)`` triples into batches, numbering rows from 0."""
+    first, ids, texts, records = 0, [], [], []
+    for doc_id, text, record in rows:
+        ids.append(doc_id)
+        texts.append(text)
+        if keep_records:
+            records.append(record)
+        if len(texts) == batch_size:
+            yield _batch(first, ids, texts, records if keep_records else None)
+            first, ids, texts, records = first + batch_size, [], [], []
+    if texts:
+        yield _batch(first, ids, texts, records if keep_records else None)
+
+
+def _batch(first: int, ids: list, texts: list[str], records) -> DocumentBatch:
+    """Build a batch whose first document is row ``first``."""
+    rows = np.arange(first, first + len(texts), dtype=np.int64)
+    return DocumentBatch(rows, ids, texts, records)
+
+
+def _where(path: Path, line: int) -> str:
+    """Format a location: ``file, line n``."""
+    return f"{path}, line {line}"
+
+
+def _check_text(value: Any, path: Path, line: int, field: str) -> str:
+    """Return a text value, or raise naming the file, line and field."""
+    if not isinstance(value, str):
+        raise InputError(
+            f"{_where(path, line)}: field {field!r} must be a string, got {_describe(value)}"
+        )
+    return value
+
+
+def _check_id(value: Any, path: Path, line: int, field: str) -> int | str:
+    """Return an id value (int or str), or raise naming the file, line and field."""
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise InputError(
+            f"{_where(path, line)}: id field {field!r} must be an integer or a string, "
+            f"got {_describe(value)}"
+        )
+    return value
+
+
+def _describe(value: Any) -> str:
+    """Name a value's JSON-ish type for an error message."""
+    if value is None:
+        return "null"
+    return type(value).__name__
+
+
+def _decode(raw: bytes, path: Path, line: int) -> str:
+    """Decode one line as UTF-8 or raise naming it."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise InputError(f"{_where(path, line)}: not valid UTF-8 ({error.reason})") from None
+
+
+def _read_lines(stream: IO[bytes], path: Path) -> Iterator[tuple[int, str]]:
+    """Yield ``(line_number, text)`` without the line ending, naming the file on I/O errors."""
+    line = 0
+    try:
+        for line, raw in enumerate(stream, 1):
+            content = _decode(raw, path, line).rstrip("\r\n")
+            yield line, content.removeprefix("\ufeff") if line == 1 else content
+    except (OSError, EOFError, gzip.BadGzipFile) as error:
+        raise InputError(f"{_where(path, line + 1)}: cannot read ({error})") from None
+
+
+def _jsonl_rows(stream, path, format, text_field, id_field):
+    """Yield ``(id, text, record)`` from JSON lines."""
+    row = 0
+    for line, content in _read_lines(stream, path):
+        if not content.strip():
+            continue
+        try:
+            record = json.loads(content)
+        except json.JSONDecodeError as error:
+            raise InputError(f"{_where(path, line)}: not valid JSON ({error.msg})") from None
+        if not isinstance(record, dict):
+            raise InputError(
+                f"{_where(path, line)}: expected a JSON object, got {_describe(record)}"
+            )
+        text = _check_text(_field(record, text_field, path, line), path, line, text_field)
+        doc_id = row
+        if id_field is not None:
+            doc_id = _check_id(_field(record, id_field, path, line), path, line, id_field)
+        yield doc_id, text, record
+        row += 1
+
+
+def _field(record: dict, field: str, path: Path, line: int) -> Any:
+    """Return ``record[field]`` or raise naming the fields there are."""
+    try:
+        return record[field]
+    except KeyError:
+        fields = ", ".join(sorted(record)) or "none"
+        raise InputError(f"{_where(path, line)}: no field {field!r} (fields: {fields})") from None
+
+
+def _csv_rows(stream, path, format, text_field, id_field):
+    """Yield ``(id, text, record)`` from a CSV or TSV file with a header row."""
+    csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
+    text = io.TextIOWrapper(stream, encoding="utf-8-sig", newline="")
+    reader = csv.reader(text, delimiter="\t" if format == "tsv" else ",")
+    try:
+        try:
+            header = next(reader)
+        except StopIteration:
+            return
+        for field in (text_field, id_field):
+            if field is not None and field not in header:
+                raise InputError(
+                    f"{path}: no column {field!r} in the header (columns: {', '.join(header)})"
+                )
+        text_column = header.index(text_field)
+        id_column = header.index(id_field) if id_field is not None else None
+        for row, values in enumerate(reader):
+            if len(values) != len(header):
+                raise InputError(
+                    f"{_where(path, reader.line_num)}: {len(values)} fields, "
+                    f"the header has {len(header)}"
+                )
+            doc_id = row if id_column is None else values[id_column]
+            yield doc_id, values[text_column], dict(zip(header, values, strict=True))
+    except UnicodeDecodeError as error:
+        raise InputError(
+            f"{_where(path, reader.line_num + 1)}: not valid UTF-8 ({error.reason})"
+        ) from None
+    except csv.Error as error:
+        raise InputError(
+            f"{_where(path, reader.line_num)}: malformed {format.upper()} ({error})"
+        ) from None
+    except (OSError, EOFError) as error:
+        raise InputError(f"{_where(path, reader.line_num + 1)}: cannot read ({error})") from None
+
+
+def _text_rows(stream, path, format, text_field, id_field):
+    """Yield ``(row, line, record)``: every line is a document."""
+    for line, content in _read_lines(stream, path):
+        yield line - 1, content, {"id": line - 1, "text": content}
+
+
+def _parquet_batches(path, text_field, id_field, batch_size, keep_records):
+    """Yield batches from a Parquet file, column by column through pyarrow."""
+    pq = require_pyarrow()
+    import pyarrow as pa
+
+    try:
+        parquet = pq.ParquetFile(path)
+    except (pa.ArrowException, OSError) as error:
+        if isinstance(error, FileNotFoundError | PermissionError | IsADirectoryError):
+            raise
+        raise InputError(f"{path}: not a readable Parquet file ({error})") from None
+    names = parquet.schema_arrow.names
+    for field in (text_field, id_field):
+        if field is not None and field not in names:
+            raise InputError(f"{path}: no column {field!r} (columns: {', '.join(names)})")
+    columns = None if keep_records else [f for f in (text_field, id_field) if f is not None]
+    first = 0
+    try:
+        for record_batch in parquet.iter_batches(batch_size=batch_size, columns=columns):
+            texts = record_batch.column(text_field).to_pylist()
+            ids = record_batch.column(id_field).to_pylist() if id_field else None
+            for k, value in enumerate(texts):
+                if not isinstance(value, str):
+                    _raise_row(path, first + k, text_field, value, "a string")
+            if ids is None:
+                ids = list(range(first, first + len(texts)))
+            else:
+                for k, value in enumerate(ids):
+                    if isinstance(value, bool) or not isinstance(value, int | str):
+                        _raise_row(path, first + k, id_field, value, "an integer or a string")
+            records = record_batch.to_pylist() if keep_records else None
+            yield _batch(first, ids, texts, records)
+            first += len(texts)
+    except pa.ArrowException as error:
+        raise InputError(f"{path}, row {first}: cannot read Parquet data ({error})") from None
+
+
+def _raise_row(path: Path, row: int, field: str, value: Any, expected: str) -> None:
+    """Raise an InputError for a bad value in a Parquet row."""
+    raise InputError(
+        f"{path}, row {row}: column {field!r} must be {expected}, got {_describe(value)}"
+    )

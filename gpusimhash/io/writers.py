@@ -1,0 +1,162 @@
+"""Write records to JSONL or Parquet files atomically, in batches.
+
+A writer fills a temporary file in the destination's folder and, when closed without an error,
+flushes it to disk (fsync) and renames it over the destination (``os.replace``): a reader never
+sees a half-written file, and a failed run leaves the previous file as it was.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from pathlib import Path
+from typing import IO, Any
+
+from gpusimhash._choices import OUTPUT_FORMATS
+from gpusimhash.io._atomic import atomic_path, commit, temporary_beside
+from gpusimhash.io.readers import detect_format, require_pyarrow
+
+# One encoder for every record: json.dumps with options would build a new one per call.
+_encode_record = json.JSONEncoder(ensure_ascii=False, default=str).encode
+
+
+def write_json(path: str | Path, payload: Any) -> None:
+    """Write a JSON document atomically (temporary file, fsync, rename).
+
+    Parameters
+    ----------
+    path : str or Path
+        Destination.
+    payload : Any
+        JSON-serializable data (other values are written with ``str``).
+
+    Examples
+    --------
+    >>> import tempfile, os, json
+    >>> path = os.path.join(tempfile.mkdtemp(), "a.json")
+    >>> write_json(path, {"n": 1})
+    >>> json.load(open(path))
+    {'n': 1}
+    """
+    with atomic_path(path) as name, open(name, "w", encoding="utf-8") as stream:
+        json.dump(payload, stream, indent=2, ensure_ascii=False, default=str)
+        stream.write("\n")
+
+
+class RecordWriter:
+    """Write batches of records (dicts) to a JSONL or Parquet file, atomically.
+
+    Use as a context manager: the file appears at ``path`` when the ``with`` block ends without an
+    exception; after an exception the temporary file is removed and ``path`` is untouched.
+
+    Parameters
+    ----------
+    path : str or Path
+        Destination. ``.gz`` compresses JSONL.
+    format : str, optional
+        ``"jsonl"`` or ``"parquet"``; default: from the name (anything but Parquet is JSONL).
+
+    Raises
+    ------
+    ValueError
+        An unknown format.
+    ImportError
+        Parquet without pyarrow.
+    FileNotFoundError, PermissionError
+        The destination folder does not exist or is not writable.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "out.jsonl")
+    >>> with RecordWriter(path) as writer:
+    ...     writer.write([{"id": 1, "text": "a cat"}])
+    >>> open(path).read().splitlines()
+    ['{"id": 1, "text": "a cat"}']
+    """
+
+    def __init__(self, path: str | Path, format: str | None = None) -> None:
+        self.path = Path(path)
+        if format is None:
+            format = "parquet" if detect_format(self.path) == "parquet" else "jsonl"
+        if format not in OUTPUT_FORMATS:
+            raise ValueError(f"output format must be jsonl or parquet, got {format!r}")
+        self.format = format
+        self._pq = require_pyarrow() if format == "parquet" else None
+        handle, self._temp = temporary_beside(self.path)
+        self._raw: IO[bytes] = os.fdopen(handle, "wb")
+        self._stream: IO[bytes] = self._raw
+        if format == "jsonl" and self.path.name.lower().endswith(".gz"):
+            self._stream = gzip.GzipFile(self.path.name, "wb", fileobj=self._raw, mtime=0)
+        self._parquet = None
+        self.count = 0
+
+    def write(self, records: list[dict[str, Any]]) -> None:
+        """Append records.
+
+        Parameters
+        ----------
+        records : list of dict
+            JSON-serializable values (others are written with ``str``) for JSONL; for Parquet,
+            every batch must fit the column types of the first.
+
+        Raises
+        ------
+        ValueError
+            Records that do not fit the Parquet schema of the first batch.
+        """
+        if not records:
+            return
+        if self.format == "jsonl":
+            lines = "".join(_encode_record(r) + "\n" for r in records)
+            self._stream.write(lines.encode("utf-8"))
+        else:
+            self._write_parquet(records)
+        self.count += len(records)
+
+    def _write_parquet(self, records: list[dict[str, Any]]) -> None:
+        """Append records as one Parquet row group."""
+        import pyarrow as pa
+
+        schema = self._parquet.schema if self._parquet is not None else None
+        try:
+            table = pa.Table.from_pylist(records, schema=schema)
+        except (pa.ArrowException, TypeError, ValueError) as error:
+            raise ValueError(
+                f"{self.path}: records do not fit the Parquet columns of the first batch ({error})"
+            ) from None
+        if self._parquet is None:
+            self._parquet = self._pq.ParquetWriter(self._raw, table.schema)
+        self._parquet.write_table(table)
+
+    def close(self) -> None:
+        """Finish the file and move it into place."""
+        if self.format == "parquet" and self._parquet is None:
+            import pyarrow as pa
+
+            self._parquet = self._pq.ParquetWriter(self._raw, pa.schema([]))
+        if self._parquet is not None:
+            self._parquet.close()
+        if self._stream is not self._raw:
+            self._stream.close()
+        self._raw.close()
+        commit(self._temp, self.path)
+
+    def abort(self) -> None:
+        """Drop the temporary file; the destination stays as it was."""
+        if self._parquet is not None:
+            self._parquet.close()
+        self._raw.close()
+        self._temp.unlink(missing_ok=True)
+
+    def __enter__(self) -> RecordWriter:  # noqa: PYI034
+        """Return the writer."""
+        return self
+
+    def __exit__(self, exc_type, exc, traceback) -> None:
+        """Close on success, abort on an exception."""
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()

@@ -1,0 +1,682 @@
+"""SimHashIndex: a FAISS binary index plus everything needed to use it again.
+
+The index owns one FAISS binary index wrapped in ``IndexBinaryIDMap`` (user ids are int64) and
+remembers the fingerprint settings (bits, seed, featurizer), so text added today and queries
+asked tomorrow are fingerprinted the same way. Kinds:
+
+``"flat"``
+    ``IndexBinaryFlat``: exact kNN and radius search, brute force. Removal is FAISS's own
+    ``remove_ids``, a full pass that shifts every later code (O(n) per call).
+``"multihash"``
+    ``IndexBinaryMultiHash`` (multi-index hashing): exact radius search well below a full scan;
+    the number of flipped bits probed is set per query so that no pair within the radius is
+    missed. kNN runs exactly on its flat storage. Removal: tombstones.
+``"hnsw"``
+    ``IndexBinaryHNSW``: approximate kNN for very large collections; radius search runs exactly
+    on its flat storage. Removal: tombstones.
+``"ivf"``
+    ``IndexBinaryIVF``: approximate kNN and radius search probing ``nprobe`` of ``nlist``
+    lists; trained on the first batch added. Removal: tombstones.
+
+Tombstoned codes stay in the FAISS index and are filtered out of results (searches ask FAISS for
+``k`` plus the number of tombstones); `SimHashIndex.compact` rebuilds without them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import faiss
+import numpy as np
+
+from gpusimhash import _validate
+from gpusimhash._choices import KINDS
+from gpusimhash.fingerprinting import fingerprint
+from gpusimhash.io.bundle import BundleError, read_bundle, write_bundle
+from gpusimhash.search._join import resolve_radius
+from gpusimhash.text import TextFeaturizer
+
+__all__ = ["KINDS", "RangeResult", "SearchResult", "SimHashIndex"]
+
+FORMAT_NAME = "gpusimhash-index"
+FORMAT_VERSION = 1
+_DEFAULT_PARAMS: dict[str, dict[str, int]] = {
+    "flat": {},
+    "multihash": {"hash_bits": 16},
+    "hnsw": {"m": 32, "ef_construction": 40, "ef_search": 64},
+    "ivf": {"nlist": 256, "nprobe": 16},
+}
+_MAX_EXACT_FLIPS = 2  # multihash radius queries needing more flips per table scan the storage
+
+
+class SearchResult(NamedTuple):
+    """k nearest neighbours of each query; ``-1`` (ids and distances) marks no result.
+
+    Attributes
+    ----------
+    distances : ndarray, shape (n_queries, k), dtype int32
+        Hamming distances, ascending per row.
+    ids : ndarray, shape (n_queries, k), dtype int64
+        User ids.
+    cosines : ndarray, shape (n_queries, k), dtype float64
+        Estimated cosines ``cos(pi * distance / bits)``; NaN where there is no result.
+    """
+
+    distances: np.ndarray
+    ids: np.ndarray
+    cosines: np.ndarray
+
+
+class RangeResult(NamedTuple):
+    """Every stored code within a radius of each query, in FAISS's CSR layout.
+
+    Attributes
+    ----------
+    lims : ndarray, shape (n_queries + 1,), dtype int64
+        Results of query ``q`` are ``lims[q]:lims[q + 1]``.
+    distances : ndarray, shape (lims[-1],), dtype int32
+        Hamming distances, ascending within each query (ties by id).
+    ids : ndarray, shape (lims[-1],), dtype int64
+        User ids.
+    cosines : ndarray, shape (lims[-1],), dtype float64
+        Estimated cosines.
+    """
+
+    lims: np.ndarray
+    distances: np.ndarray
+    ids: np.ndarray
+    cosines: np.ndarray
+
+
+class SimHashIndex:
+    """Search SimHash fingerprints by Hamming distance, keyed by int64 user ids.
+
+    Parameters
+    ----------
+    bits : int
+        Fingerprint length: a multiple of 8 in ``[8, 4096]``.
+    kind : {"flat", "multihash", "hnsw", "ivf"}
+        FAISS index to build (see the module documentation).
+    seed : int
+        Fingerprint seed, used when documents or text are added or searched.
+    featurizer : TextFeaturizer, optional
+        How text becomes features (default ``TextFeaturizer()``); stored with the index.
+    **params : int
+        Kind-specific settings: ``hash_bits`` (multihash, bits per hash table, default 16);
+        ``m``, ``ef_construction``, ``ef_search`` (hnsw: 32, 40, 64); ``nlist``, ``nprobe``
+        (ivf: 256, 16).
+
+    Raises
+    ------
+    ValueError
+        Unknown kind or parameter, or a bad value.
+
+    Examples
+    --------
+    >>> index = SimHashIndex(bits=64)
+    >>> index.add(["the cat sat on the mat", "a dog ran in the park"], ids=[10, 20]).tolist()
+    [10, 20]
+    >>> result = index.search(["The cat sat on the mat!"], k=1)
+    >>> result.ids.tolist(), result.distances.tolist()
+    ([[10]], [[0]])
+    >>> len(index), index.remove([20]), len(index)
+    (2, 1, 1)
+    """
+
+    def __init__(
+        self,
+        bits: int = 64,
+        *,
+        kind: str = "flat",
+        seed: int = 0,
+        featurizer: TextFeaturizer | None = None,
+        **params: int,
+    ) -> None:
+        self._bits = _validate.bits(bits)
+        self._seed = _validate.seed(seed)
+        if kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+        self._kind = kind
+        unknown = set(params) - set(_DEFAULT_PARAMS[kind])
+        if unknown:
+            raise ValueError(
+                f"unknown parameter(s) {sorted(unknown)} for kind {kind!r}; "
+                f"expected some of {sorted(_DEFAULT_PARAMS[kind])}"
+            )
+        self._params = {**_DEFAULT_PARAMS[kind], **params}
+        for name, value in self._params.items():
+            _validate.positive_integer(value, name)
+        self._featurizer = TextFeaturizer() if featurizer is None else featurizer
+        if not isinstance(self._featurizer, TextFeaturizer):
+            raise TypeError(f"featurizer must be a TextFeaturizer, got {type(featurizer).__name__}")
+        self._index = faiss.IndexBinaryIDMap(self._new_inner())
+        self._tombstones = np.empty(0, dtype=np.int64)
+        self._read_only = False
+        self._apply_search_params()
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def faiss_index(self) -> Any:
+        """The wrapped ``faiss.IndexBinaryIDMap`` (read-only attribute)."""
+        return self._index
+
+    @property
+    def bits(self) -> int:
+        """Fingerprint length in bits."""
+        return self._bits
+
+    @property
+    def seed(self) -> int:
+        """Fingerprint seed."""
+        return self._seed
+
+    @property
+    def kind(self) -> str:
+        """Index kind: ``"flat"``, ``"multihash"``, ``"hnsw"`` or ``"ivf"``."""
+        return self._kind
+
+    @property
+    def params(self) -> dict[str, int]:
+        """Kind-specific settings (a copy)."""
+        return dict(self._params)
+
+    @property
+    def featurizer(self) -> TextFeaturizer:
+        """The featurizer applied to text."""
+        return self._featurizer
+
+    @property
+    def n_tombstones(self) -> int:
+        """Removed ids whose codes still sit in the FAISS index (see `compact`)."""
+        return int(self._tombstones.size)
+
+    def __len__(self) -> int:
+        """Return the number of live (not removed) entries."""
+        return int(self._index.ntotal) - self.n_tombstones
+
+    def __repr__(self) -> str:
+        """Show kind, size and fingerprint settings."""
+        return (
+            f"SimHashIndex(bits={self._bits}, kind={self._kind!r}, seed={self._seed}, "
+            f"n={len(self)}, tombstones={self.n_tombstones})"
+        )
+
+    def ids(self) -> np.ndarray:
+        """Live ids in insertion order.
+
+        Returns
+        -------
+        ndarray, shape (len(self),), dtype int64
+        """
+        stored = self._stored_ids()
+        return stored[~np.isin(stored, self._tombstones)]
+
+    # ------------------------------------------------------------------ building
+    def _new_inner(self) -> Any:
+        p, bits = self._params, self._bits
+        if self._kind == "flat":
+            return faiss.IndexBinaryFlat(bits)
+        if self._kind == "multihash":
+            hash_bits = min(p["hash_bits"], bits, 64)
+            return faiss.IndexBinaryMultiHash(bits, bits // hash_bits, hash_bits)
+        if self._kind == "hnsw":
+            inner = faiss.IndexBinaryHNSW(bits, p["m"])
+            inner.hnsw.efConstruction = p["ef_construction"]
+            return inner
+        self._quantizer = faiss.IndexBinaryFlat(bits)
+        return faiss.IndexBinaryIVF(self._quantizer, bits, p["nlist"])
+
+    def _inner(self) -> Any:
+        return faiss.downcast_IndexBinary(self._index.index)
+
+    def _apply_search_params(self) -> None:
+        inner = self._inner()
+        if self._kind == "hnsw":
+            inner.hnsw.efSearch = self._params["ef_search"]
+        elif self._kind == "ivf":
+            inner.nprobe = min(self._params["nprobe"], self._params["nlist"])
+
+    def _check_writable(self) -> None:
+        if self._read_only:
+            raise RuntimeError("this index was loaded with mmap=True and is read-only")
+
+    def _stored_ids(self) -> np.ndarray:
+        return faiss.vector_to_array(self._index.id_map).astype(np.int64, copy=False)
+
+    def to_codes(self, data: Any, *, vocabulary: Any = None, name: str = "data") -> np.ndarray:
+        """Fingerprint documents or text with the stored settings, or check packed codes.
+
+        Parameters
+        ----------
+        data : ndarray of uint8, shape (n, bits // 8), or documents
+            Packed codes are checked and returned; anything else goes through
+            `gpusimhash.fingerprinting` with this index's bits, seed and featurizer.
+        vocabulary : sequence of str, optional
+            Column features, for a scipy sparse matrix.
+        name : str
+            Argument name, for error messages.
+
+        Returns
+        -------
+        ndarray, shape (n, bits // 8), dtype uint8
+
+        Raises
+        ------
+        TypeError
+            Codes that are not uint8, or documents of the wrong kind.
+        ValueError
+            Codes of the wrong width.
+        """
+        if isinstance(data, np.ndarray) and data.dtype.kind not in "OU":
+            codes = _validate.codes(data, name)
+            if codes.shape[1] * 8 != self._bits:
+                raise ValueError(
+                    f"{name} must have {self._bits // 8} bytes per code ({self._bits} bits), "
+                    f"got {codes.shape[1]}"
+                )
+            return codes
+        return fingerprint(
+            data,
+            bits=self._bits,
+            seed=self._seed,
+            vocabulary=vocabulary,
+            featurizer=self._featurizer,
+        )
+
+    def add(self, data: Any, ids: Any = None, *, vocabulary: Any = None) -> np.ndarray:
+        """Add documents, text or packed codes.
+
+        Parameters
+        ----------
+        data : ndarray of uint8, shape (n, bits // 8), or documents
+            See `to_codes`.
+        ids : array_like of int, shape (n,), optional
+            Unique int64 ids not already in the index; default: consecutive ids after the
+            largest ever stored (starting at 0).
+        vocabulary : sequence of str, optional
+            Column features, for a scipy sparse matrix.
+
+        Returns
+        -------
+        ids : ndarray, shape (n,), dtype int64
+            The ids given to the new entries.
+
+        Raises
+        ------
+        TypeError
+            Bad codes or documents, or non-integer ids.
+        ValueError
+            Codes of the wrong width; ids of the wrong length, repeated, negative, already
+            present or still tombstoned; too few codes to train an IVF index.
+        RuntimeError
+            The index was loaded read-only (``mmap=True``).
+        """
+        self._check_writable()
+        codes = self.to_codes(data, vocabulary=vocabulary)
+        n = codes.shape[0]
+        stored = self._stored_ids()
+        if ids is None:
+            start = int(stored.max()) + 1 if stored.size else 0
+            ids = np.arange(start, start + n, dtype=np.int64)
+        else:
+            ids = self._check_new_ids(ids, n, stored)
+        if n == 0:
+            return ids
+        inner = self._inner()
+        if not inner.is_trained:
+            if n < self._params["nlist"]:
+                raise ValueError(
+                    f"an IVF index with nlist={self._params['nlist']} is trained on its first "
+                    f"batch, which needs at least {self._params['nlist']} codes, got {n}"
+                )
+            inner.train(codes)
+        self._index.add_with_ids(codes, ids)
+        return ids
+
+    def _check_new_ids(self, ids: Any, n: int, stored: np.ndarray) -> np.ndarray:
+        array = np.asarray(ids)
+        if array.dtype.kind not in "iu":
+            raise TypeError(f"ids must be integers, got dtype {array.dtype}")
+        if array.shape != (n,):
+            raise ValueError(f"ids must have shape ({n},), got {array.shape}")
+        if array.size and (array.min() < 0 or array.max() > np.iinfo(np.int64).max):
+            raise ValueError("ids must be in [0, 2**63)")
+        array = array.astype(np.int64)
+        unique, counts = np.unique(array, return_counts=True)
+        if (counts > 1).any():
+            raise ValueError(f"ids must be unique, id {int(unique[counts > 1][0])} repeats")
+        clash = stored[np.isin(stored, array)]
+        if clash.size:
+            first = int(clash.min())
+            if np.isin(first, self._tombstones):
+                raise ValueError(f"id {first} was removed but is still tombstoned; compact() first")
+            raise ValueError(f"id {first} is already in the index")
+        return array
+
+    def remove(self, ids: Any) -> int:
+        """Remove entries by id; unknown ids are ignored.
+
+        Flat indexes remove in place (one pass over all codes per call); the other kinds mark
+        the ids as tombstones, filtered out of every result until `compact`.
+
+        Parameters
+        ----------
+        ids : array_like of int
+            Ids to remove.
+
+        Returns
+        -------
+        int
+            Number of entries removed.
+
+        Raises
+        ------
+        TypeError
+            Non-integer ids.
+        RuntimeError
+            The index was loaded read-only (``mmap=True``).
+        """
+        self._check_writable()
+        array = np.atleast_1d(np.asarray(ids))
+        if array.dtype.kind not in "iu":
+            raise TypeError(f"ids must be integers, got dtype {array.dtype}")
+        stored = self._stored_ids()
+        live = np.unique(stored[np.isin(stored, array.astype(np.int64))])
+        live = live[~np.isin(live, self._tombstones)]
+        if self._kind == "flat":
+            return int(
+                self._index.remove_ids(faiss.IDSelectorBatch(live.size, faiss.swig_ptr(live)))
+            )
+        self._tombstones = np.union1d(self._tombstones, live)
+        return int(live.size)
+
+    def compact(self) -> None:
+        """Rebuild the FAISS index without tombstoned entries (ids and order are kept).
+
+        Raises
+        ------
+        RuntimeError
+            The index was loaded read-only (``mmap=True``).
+        """
+        self._check_writable()
+        if not self.n_tombstones:
+            return
+        stored = self._stored_ids()
+        keep = ~np.isin(stored, self._tombstones)
+        codes = self._stored_codes()[keep]
+        inner = self._inner()
+        fresh = self._new_inner()
+        if self._kind == "ivf":
+            # Keep the trained centroids: copy the coarse quantizer's codes.
+            centroids = faiss.downcast_IndexBinary(inner.quantizer)
+            self._quantizer.add(centroids.reconstruct_n(0, centroids.ntotal))
+            fresh.is_trained = True
+        self._index = faiss.IndexBinaryIDMap(fresh)
+        self._tombstones = np.empty(0, dtype=np.int64)
+        self._apply_search_params()
+        if codes.shape[0]:
+            self._index.add_with_ids(codes, stored[keep])
+
+    def _stored_codes(self) -> np.ndarray:
+        """Every code in the FAISS index, in insertion order (tombstoned ones included)."""
+        inner = self._inner()
+        n = int(inner.ntotal)
+        if self._kind == "ivf":
+            inner.make_direct_map()
+            codes = inner.reconstruct_n(0, n)
+        else:
+            storage = inner if self._kind == "flat" else faiss.downcast_IndexBinary(inner.storage)
+            codes = storage.reconstruct_n(0, n)
+        return np.ascontiguousarray(codes, dtype=np.uint8).reshape(n, self._bits // 8)
+
+    # ------------------------------------------------------------------ searching
+    def search(self, queries: Any, k: int = 10, *, vocabulary: Any = None) -> SearchResult:
+        """Find the `k` nearest stored codes of each query.
+
+        Exact for ``"flat"`` and ``"multihash"``; approximate for ``"hnsw"`` and ``"ivf"``.
+
+        Parameters
+        ----------
+        queries : ndarray of uint8, shape (n_queries, bits // 8), or documents
+            See `to_codes`.
+        k : int
+            Neighbours per query, at least 1.
+        vocabulary : sequence of str, optional
+            Column features, for a scipy sparse matrix.
+
+        Returns
+        -------
+        SearchResult
+            ``(distances, ids, cosines)``, each of shape ``(n_queries, k)``; ``-1`` where fewer
+            than `k` entries exist.
+
+        Raises
+        ------
+        TypeError, ValueError
+            Bad queries (see `to_codes`) or a bad `k`.
+        """
+        k = _validate.positive_integer(k, "k")
+        codes = self.to_codes(queries, vocabulary=vocabulary, name="queries")
+        n_queries = codes.shape[0]
+        ask = min(k + self.n_tombstones, int(self._index.ntotal))
+        if ask == 0 or n_queries == 0:
+            distances = np.full((n_queries, k), -1, dtype=np.int32)
+            return self._result(distances, np.full((n_queries, k), -1, dtype=np.int64))
+        if self._kind == "multihash":
+            storage = faiss.downcast_IndexBinary(self._inner().storage)
+            distances, positions = storage.search(codes, ask)
+            ids = np.where(positions >= 0, self._stored_ids()[positions], -1)
+        else:
+            distances, ids = self._index.search(codes, ask)
+        found = ids >= 0
+        if self.n_tombstones:
+            found &= ~np.isin(ids, self._tombstones)
+        order = np.argsort(~found, axis=1, kind="stable")[:, :k]
+        distances = np.take_along_axis(distances, order, axis=1)
+        ids = np.take_along_axis(ids, order, axis=1)
+        found = np.take_along_axis(found, order, axis=1)
+        if ask < k:
+            pad = ((0, 0), (0, k - ask))
+            distances, ids = np.pad(distances, pad), np.pad(ids, pad)
+            found = np.pad(found, pad)
+        distances = np.where(found, distances, -1).astype(np.int32, copy=False)
+        return self._result(distances, np.where(found, ids, -1).astype(np.int64, copy=False))
+
+    def _result(self, distances: np.ndarray, ids: np.ndarray) -> SearchResult:
+        cosines = np.where(distances >= 0, np.cos(np.pi * distances / self._bits), np.nan)
+        return SearchResult(distances, ids, cosines)
+
+    def range_search(
+        self,
+        queries: Any,
+        *,
+        max_distance: int | None = None,
+        min_cosine: float | None = None,
+        vocabulary: Any = None,
+    ) -> RangeResult:
+        """Find every stored code within a Hamming radius of each query.
+
+        Exact for ``"flat"``, ``"multihash"`` and ``"hnsw"`` (which scans its flat storage);
+        approximate for ``"ivf"``.
+
+        Parameters
+        ----------
+        queries : ndarray of uint8, shape (n_queries, bits // 8), or documents
+            See `to_codes`.
+        max_distance : int, optional
+            Largest Hamming distance returned.
+        min_cosine : float, optional
+            Alternatively, smallest estimated cosine returned (see
+            `gpusimhash.search.exact.cosine_radius`). Give exactly one.
+        vocabulary : sequence of str, optional
+            Column features, for a scipy sparse matrix.
+
+        Returns
+        -------
+        RangeResult
+            ``(lims, distances, ids, cosines)``; each query's results sorted by distance, then id.
+
+        Raises
+        ------
+        TypeError, ValueError
+            Bad queries or thresholds.
+        """
+        radius = resolve_radius(self._bits, max_distance=max_distance, min_cosine=min_cosine)
+        codes = self.to_codes(queries, vocabulary=vocabulary, name="queries")
+        lims, distances, ids = self._faiss_range(codes, radius)
+        lims = lims.astype(np.int64)
+        query = np.repeat(np.arange(codes.shape[0]), np.diff(lims))
+        keep = distances <= radius
+        if self.n_tombstones:
+            keep &= ~np.isin(ids, self._tombstones)
+        query, distances, ids = query[keep], distances[keep].astype(np.int32), ids[keep]
+        order = np.lexsort((ids, distances, query))
+        query, distances, ids = query[order], distances[order], ids[order]
+        lims = np.searchsorted(query, np.arange(codes.shape[0] + 1)).astype(np.int64)
+        cosines = np.cos(np.pi * distances / self._bits)
+        return RangeResult(lims, distances, ids.astype(np.int64, copy=False), cosines)
+
+    def _faiss_range(self, codes: np.ndarray, radius: int) -> tuple[Any, Any, Any]:
+        """FAISS range search for distances <= radius (FAISS keeps distances < its radius)."""
+        if self._index.ntotal == 0:
+            return np.zeros(codes.shape[0] + 1, dtype=np.int64), np.empty(0), np.empty(0, np.int64)
+        inner = self._inner()
+        if self._kind == "multihash":
+            # Tables are disjoint hash_bits blocks: a pair within the radius differs by at most
+            # floor(radius / nhash) bits in some block, so probing that many flips is exact.
+            flips = radius // inner.nhash
+            if flips <= _MAX_EXACT_FLIPS:
+                inner.nflip = flips
+                return self._index.range_search(codes, radius + 1)
+        if self._kind in ("multihash", "hnsw"):
+            storage = faiss.downcast_IndexBinary(inner.storage)
+            lims, distances, positions = storage.range_search(codes, radius + 1)
+            return lims, distances, self._stored_ids()[positions]
+        return self._index.range_search(codes, radius + 1)
+
+    # ------------------------------------------------------------------ persistence
+    def save(self, path: str | Path) -> None:
+        """Save to a directory, atomically replacing any index saved there before.
+
+        Writes FAISS's own binary index file, the tombstones as ``.npy`` and ``manifest.json``
+        (format version, settings, featurizer configuration, counts, SHA-256 of every file).
+        A crash or error mid-save leaves the previous index loadable.
+
+        Parameters
+        ----------
+        path : str or Path
+            Directory (created if missing).
+
+        Raises
+        ------
+        OSError
+            The directory cannot be written.
+        """
+        metadata = {
+            "kind": self._kind,
+            "bits": self._bits,
+            "seed": self._seed,
+            "params": self._params,
+            "featurizer": self._featurizer.to_config(),
+            "ntotal": int(self._index.ntotal),
+            "n_tombstones": self.n_tombstones,
+        }
+        index, tombstones = self._index, self._tombstones
+        write_bundle(
+            path,
+            {
+                "index": ("faissbin", lambda p: faiss.write_index_binary(index, str(p))),
+                "tombstones": ("npy", lambda p: np.save(p, tombstones, allow_pickle=False)),
+            },
+            format_name=FORMAT_NAME,
+            format_version=FORMAT_VERSION,
+            metadata=metadata,
+        )
+
+    @classmethod
+    def load(cls, path: str | Path, *, mmap: bool = False, verify: bool = True) -> SimHashIndex:
+        """Load an index saved with `save`, refusing anything truncated, corrupt or mismatched.
+
+        Parameters
+        ----------
+        path : str or Path
+            Directory written by `save`.
+        mmap : bool
+            Memory-map the FAISS file instead of reading it (FAISS supports this for the flat
+            storage); the index is then read-only.
+        verify : bool
+            Check the SHA-256 of every file (reads them once). Sizes are always checked.
+
+        Returns
+        -------
+        SimHashIndex
+
+        Raises
+        ------
+        gpusimhash.io.bundle.BundleError
+            (a ValueError) naming the missing, truncated, corrupt or mismatched file.
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> index = SimHashIndex(bits=64)
+        >>> _ = index.add(["one fish two fish", "red fish blue fish"])
+        >>> folder = tempfile.mkdtemp()
+        >>> index.save(folder)
+        >>> SimHashIndex.load(folder).ids().tolist()
+        [0, 1]
+        """
+        metadata, paths = read_bundle(
+            path, format_name=FORMAT_NAME, format_version=FORMAT_VERSION, verify=verify
+        )
+        manifest = Path(path) / "manifest.json"
+        try:
+            index = cls(
+                metadata["bits"],
+                kind=metadata["kind"],
+                seed=metadata["seed"],
+                featurizer=TextFeaturizer.from_config(metadata["featurizer"]),
+                **metadata["params"],
+            )
+            ntotal, n_tombstones = int(metadata["ntotal"]), int(metadata["n_tombstones"])
+        except (KeyError, TypeError, ValueError) as error:
+            raise BundleError(f"{manifest}: bad index metadata ({error})") from None
+        faiss_path = paths["index"]
+        try:
+            flags = faiss.IO_FLAG_MMAP if mmap else 0
+            loaded = faiss.read_index_binary(str(faiss_path), flags)
+        except RuntimeError as error:
+            message = str(error).splitlines()[-1]
+            raise BundleError(
+                f"{faiss_path}: not a readable FAISS binary index ({message})"
+            ) from None
+        if not isinstance(loaded, faiss.IndexBinaryIDMap):
+            raise BundleError(
+                f"{faiss_path}: expected an IndexBinaryIDMap, got {type(loaded).__name__}"
+            )
+        if loaded.d != index.bits or loaded.ntotal != ntotal:
+            raise BundleError(
+                f"{faiss_path}: holds {loaded.ntotal} codes of {loaded.d} bits, the manifest "
+                f"says {ntotal} codes of {index.bits} bits"
+            )
+        expected_inner = type(index._inner()).__name__
+        if type(faiss.downcast_IndexBinary(loaded.index)).__name__ != expected_inner:
+            raise BundleError(f"{faiss_path}: not a {expected_inner} (kind {index.kind!r})")
+        tombstones_path = paths["tombstones"]
+        try:
+            tombstones = np.load(tombstones_path, allow_pickle=False)
+        except ValueError as error:
+            raise BundleError(f"{tombstones_path}: unreadable ({error})") from None
+        if tombstones.dtype != np.int64 or tombstones.shape != (n_tombstones,):
+            raise BundleError(
+                f"{tombstones_path}: expected int64 of shape ({n_tombstones},), "
+                f"got {tombstones.dtype} {tombstones.shape}"
+            )
+        index._index = loaded
+        index._tombstones = tombstones
+        index._read_only = mmap
+        if index.kind == "ivf":
+            index._quantizer = faiss.downcast_IndexBinary(index._inner().quantizer)
+        index._apply_search_params()
+        return index

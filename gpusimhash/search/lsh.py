@@ -1,0 +1,257 @@
+"""Approximate near-duplicate join for large Hamming radii: bit-sampling LSH with a set recall.
+
+The exact join (`gpusimhash.search.exact`) is fast at small radii, but its pigeonhole tables grow
+combinatorially with the radius. Bit-sampling LSH trades a controlled miss rate for speed: each
+of ``L`` tables keys the codes on ``k`` bit positions drawn without replacement, and codes that
+share a key become candidate pairs. Two codes ``d`` bits apart share a key in one table with
+probability ``C(bits - d, k) / C(bits, k)``, so a pair at the radius ``r`` is missed by all
+tables with probability ``(1 - p_r) ** L``; ``L`` is the smallest count that makes this at most
+``1 - recall``, and ``k`` minimises the estimated work ``L * (n + expected candidates)``, with the
+candidates estimated from the distance distribution of a sample of the codes themselves (real
+corpora are clustered, not uniform). Every candidate is checked with an exact popcount, so no
+pair outside the radius is ever returned. Identical codes are collapsed first, as in
+`gpusimhash.search.exact`, and always pair up.
+"""
+
+from __future__ import annotations
+
+import math
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from gpusimhash import _segments, _validate
+from gpusimhash.codes import code_words, hamming_matrix
+from gpusimhash.search._join import (
+    DuplicateGroups,
+    collapse,
+    keys_to_pairs,
+    pair_keys,
+    resolve_radius,
+    threads,
+)
+from gpusimhash.search.exact import near_duplicates
+
+__all__ = ["approximate_near_duplicate_groups", "approximate_near_duplicates"]
+
+# Cost model, in seconds per unit on a 2-core x86 machine (only the ratio matters).
+_TABLE_COST = 8e-8  # per code per table: key gather, sort, run detection
+_CANDIDATE_COST = 3e-8  # per candidate pair: generation and popcount check
+_MAX_KEY_BITS = 64  # keys are packed into one uint64
+_SAMPLE = 2000  # codes whose pairwise distances estimate the candidate count
+_GIANT_RUN = 2048  # runs of equal keys larger than this are joined exactly (bounded memory)
+_CHUNK_PAIRS = 1 << 22  # candidate pairs checked per batch (bounds memory)
+_PARALLEL_MIN = 50_000  # distinct codes before tables run in parallel threads
+
+
+def approximate_near_duplicates(
+    codes, *, max_distance=None, min_cosine=None, recall=0.99, seed=0, max_tables=256
+) -> np.ndarray:
+    """Find pairs of codes within a Hamming radius, each with probability at least `recall`.
+
+    The guarantee, over the random choice of sampled bits (fixed by `seed`): for every pair of
+    codes within the radius, the probability that it is returned is at least `recall`; pairs
+    closer than the radius are found with higher probability, and identical codes always. The
+    expected share of in-radius pairs found is therefore at least `recall` too (misses of
+    different pairs are not independent). No pair outside the radius is ever returned: every
+    candidate is verified with an exact popcount. Results are deterministic for given codes,
+    thresholds, `recall`, `seed` and `max_tables`.
+
+    Parameters
+    ----------
+    codes : ndarray, shape (n, bits // 8), dtype uint8
+        Packed fingerprints (FAISS layout).
+    max_distance : int, optional
+        Hamming radius: pairs with ``hamming(codes[i], codes[j]) <= max_distance``.
+    min_cosine : float, optional
+        Alternatively, minimum estimated cosine ``cos(pi * d / bits)``, converted with
+        `gpusimhash.cosine_radius`. Give exactly one of the two.
+    recall : float
+        Minimum probability, in ``(0, 1)``, that a given pair within the radius is found.
+    seed : int
+        Seed in ``[0, 2**32)`` of the bit sampling and of the sample of codes that sizes it.
+    max_tables : int
+        Most hash tables to use. Where no key length reaches `recall` within it (radii close to
+        ``bits``), the exact join `gpusimhash.near_duplicates` runs instead.
+
+    Returns
+    -------
+    pairs : ndarray, shape (m, 2), dtype int64
+        Pairs ``(i, j)``, ``i < j``, all within the radius, sorted by ``i`` then ``j``, no
+        repeats: a subset of ``near_duplicates(codes, ...)``.
+
+    Raises
+    ------
+    TypeError
+        `codes` not a uint8 NumPy array, or a non-numeric argument.
+    ValueError
+        `codes` not 2-D, both or neither threshold given, a threshold out of range, `recall`
+        outside ``(0, 1)``, `seed` outside ``[0, 2**32)`` or `max_tables` below 1.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> codes = rng.integers(0, 256, (1000, 32), dtype=np.uint8)
+    >>> codes[1] = codes[0]
+    >>> codes[2, :4] = ~codes[0, :4]  # 32 bits away from code 0
+    >>> codes[2, 4:] = codes[0, 4:]
+    >>> approximate_near_duplicates(codes, max_distance=40, recall=0.99).tolist()
+    [[0, 1], [0, 2], [1, 2]]
+    """
+    return approximate_near_duplicate_groups(
+        codes,
+        max_distance=max_distance,
+        min_cosine=min_cosine,
+        recall=recall,
+        seed=seed,
+        max_tables=max_tables,
+    ).pairs()
+
+
+def approximate_near_duplicate_groups(
+    codes, *, max_distance=None, min_cosine=None, recall=0.99, seed=0, max_tables=256
+) -> DuplicateGroups:
+    """Approximate near-duplicates in collapsed form, without expanding identical codes.
+
+    Parameters, guarantee and errors are those of `approximate_near_duplicates`.
+
+    Returns
+    -------
+    groups : DuplicateGroups
+        Distinct-code index of every input code and the pairs of distinct codes found (each
+        within the radius; each in-radius pair found with probability at least `recall`);
+        ``groups.pairs()`` gives the output of `approximate_near_duplicates`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> codes = np.zeros((5, 32), dtype=np.uint8)
+    >>> codes[4, :5] = 255  # 40 bits away from the others
+    >>> groups = approximate_near_duplicate_groups(codes, max_distance=45)
+    >>> groups.inverse.tolist(), groups.unique_pairs.tolist()
+    ([0, 0, 0, 0, 1], [[0, 1]])
+    """
+    codes = _validate.codes(codes)
+    bits = codes.shape[1] * 8
+    radius = resolve_radius(bits, max_distance=max_distance, min_cosine=min_cosine)
+    recall = _check_recall(recall)
+    seed = _validate.seed(seed)
+    max_tables = _validate.positive_integer(max_tables, "max_tables")
+    words = code_words(codes)
+    unique_words, inverse = collapse(words)
+    unique_codes = np.ascontiguousarray(unique_words).view(np.uint8)[:, : codes.shape[1]]
+    n = unique_codes.shape[0]
+    sample_rng, table_rng = (
+        np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(2)
+    )
+    plan = _plan(unique_codes, radius, recall, max_tables, sample_rng) if n > 1 else (1, 0)
+    if plan is None:
+        unique_pairs = near_duplicates(unique_codes, max_distance=radius)
+    else:
+        key_bits, n_tables = plan
+        tables = [np.sort(table_rng.choice(bits, key_bits, replace=False)) for _ in range(n_tables)]
+        keys = _search(unique_codes, unique_words, tables, radius)
+        unique_pairs = keys_to_pairs(keys, n)
+    return DuplicateGroups(inverse=inverse, unique_pairs=unique_pairs, max_distance=radius)
+
+
+def _check_recall(recall) -> float:
+    if isinstance(recall, bool) or not isinstance(recall, int | float | np.integer | np.floating):
+        raise TypeError(f"recall must be a number, got {type(recall).__name__}")
+    if not 0.0 < float(recall) < 1.0:
+        raise ValueError(f"recall must be in (0, 1), got {recall!r}")
+    return float(recall)
+
+
+def _collision(bits: int, distance, key_bits: int):
+    """Probability ``C(bits - d, k) / C(bits, k)`` that codes ``d`` bits apart share a key."""
+    d = np.asarray(distance)
+    # prod_{i < k} (bits - d - i) / (bits - i), zero once bits - d < k.
+    i = np.arange(key_bits)
+    factors = np.clip((bits - d[..., None] - i) / (bits - i), 0.0, None)
+    return np.prod(factors, axis=-1)
+
+
+def _plan(codes, radius, recall, max_tables, rng) -> tuple[int, int] | None:
+    """Cheapest ``(key_bits, n_tables)`` meeting `recall` at `radius`, or None if none does."""
+    n, bits = codes.shape[0], codes.shape[1] * 8
+    sample = codes[np.sort(rng.choice(n, min(n, _SAMPLE), replace=False))]
+    upper = np.triu_indices(sample.shape[0], k=1)
+    histogram = np.bincount(hamming_matrix(sample, sample)[upper], minlength=bits + 1)
+    share = histogram / max(histogram.sum(), 1)
+    distances = np.arange(bits + 1)
+    best, best_cost = None, math.inf
+    for key_bits in range(1, min(_MAX_KEY_BITS, bits) + 1):
+        p = float(_collision(bits, radius, key_bits))
+        if p <= 0.0:
+            break
+        n_tables = 1 if p >= 1.0 else math.ceil(math.log1p(-recall) / math.log1p(-p))
+        if n_tables > max_tables:
+            break  # p falls as key_bits grows: longer keys need even more tables
+        candidates = float(share @ _collision(bits, distances, key_bits)) * n * (n - 1) / 2
+        cost = n_tables * (n * _TABLE_COST + candidates * _CANDIDATE_COST)
+        if cost < best_cost:
+            best, best_cost = (key_bits, n_tables), cost
+    return best
+
+
+def _search(codes, words, tables, radius) -> np.ndarray:
+    """Sorted unique keys ``a * n + b`` of the verified pairs that share a key in some table."""
+    n = codes.shape[0]
+
+    def run(positions):
+        return _table(codes, words, positions, radius)
+
+    found = np.empty(0, dtype=np.int64)
+    pending: list[np.ndarray] = []
+    if n < _PARALLEL_MIN:
+        results = map(run, tables)
+        pool = None
+    else:
+        # NumPy releases the GIL in gathers, sorts and ufuncs: tables run in parallel threads.
+        pool = ThreadPoolExecutor(max_workers=threads())
+        results = pool.map(run, tables)
+    try:
+        for result in results:
+            pending.append(result)
+            if sum(p.size for p in pending) > max(found.size, _CHUNK_PAIRS):
+                found = np.unique(np.concatenate([found, *pending]))
+                pending = []
+    finally:
+        if pool is not None:
+            pool.shutdown()
+    return np.unique(np.concatenate([found, *pending]))
+
+
+def _table(codes, words, positions, radius) -> np.ndarray:
+    """Keys ``a * n + b`` of the pairs within `radius` that agree on the bits `positions`."""
+    n = codes.shape[0]
+    key = np.zeros(n, dtype=np.uint64)
+    for j, position in enumerate(positions):
+        bit = (words[:, position // 64] >> np.uint64(position % 64)) & np.uint64(1)
+        key |= bit << np.uint64(j)
+    order = np.argsort(key)
+    sorted_key = key[order]
+    change = np.flatnonzero(sorted_key[1:] != sorted_key[:-1]) + 1
+    starts = np.concatenate([[0], change])
+    sizes = np.diff(np.concatenate([starts, [n]]))
+    found: list[np.ndarray] = []
+    giant = sizes > _GIANT_RUN
+    for start, size in zip(starts[giant], sizes[giant], strict=True):
+        members = order[start : start + size]
+        local = near_duplicates(codes[members], max_distance=radius)
+        found.append(pair_keys(members[local[:, 0]], members[local[:, 1]], n))
+    small = (sizes >= 2) & (sizes <= _GIANT_RUN)
+    run_starts, run_sizes = starts[small], sizes[small]
+    pair_counts = run_sizes * (run_sizes - 1) // 2
+    batch = np.cumsum(pair_counts) // _CHUNK_PAIRS
+    for b in np.unique(batch):
+        chosen = batch == b
+        members = order[_segments.ranges(run_starts[chosen], run_sizes[chosen])]
+        pairs = _segments.pairs_within(members, run_sizes[chosen])
+        left, right = words[pairs[:, 0]], words[pairs[:, 1]]
+        distance = np.bitwise_count(left ^ right).sum(axis=1, dtype=np.int32)
+        keep = distance <= radius
+        found.append(pair_keys(pairs[keep, 0], pairs[keep, 1], n))
+    return np.concatenate(found) if found else np.empty(0, dtype=np.int64)
