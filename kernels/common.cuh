@@ -1,5 +1,7 @@
 // Hash and fixed-point helpers shared by every kernel; mirrors gpusimhash/hashing.py and
-// gpusimhash/fixedpoint.py line for line (DESIGN.md is the contract).
+// gpusimhash/fixedpoint.py line for line (DESIGN.md is the contract). Then the code helpers of
+// the join and kNN kernels: Hamming distances on packed uint64 words, warp-aggregated output
+// and dynamic shared memory.
 //
 // This file is not #included: gpusimhash/_gpu/kernels.py prefixes it (with a #line marker) to each
 // kernel file before compiling, and tests/gpu/cuda_emu compiles the same text with g++.
@@ -91,3 +93,70 @@ static __device__ __forceinline__ int document_exponent(double max_abs, long lon
 static __device__ __forceinline__ long long quantize(double weight, int exponent) {
     return __double2ll_rn(ldexp(weight, exponent));
 }
+
+// ---- packed codes (join.cu, knn.cu) ----------------------------------------------------------
+
+// Codes are rows of uint64 words: bit i of a code is bit i % 64 of word i / 64 (the bytes of
+// gpusimhash.codes.code_words, read little-endian). Kernels are templated on the words per code,
+// Words > 0 (unrolled), or 0 for any width (the runtime n_words).
+template <int Words>
+static __device__ __forceinline__ int code_words(int n_words) {
+    return Words > 0 ? Words : n_words;
+}
+
+// Hamming distance of two codes.
+template <int Words>
+static __device__ __forceinline__ int code_distance(const unsigned long long* a,
+                                                    const unsigned long long* b, int n_words) {
+    int distance = 0;
+#pragma unroll
+    for (int w = 0; w < code_words<Words>(n_words); ++w) {
+        distance += __popcll(a[w] ^ b[w]);
+    }
+    return distance;
+}
+
+// Hamming distance of two codes on bits [lo, hi) alone.
+static __device__ __forceinline__ int range_distance(const unsigned long long* a,
+                                                     const unsigned long long* b, int lo, int hi) {
+    int distance = 0;
+    for (int w = lo / 64; w * 64 < hi; ++w) {
+        const int first = lo > w * 64 ? lo - w * 64 : 0;
+        const int last = hi < w * 64 + 64 ? hi - w * 64 : 64;
+        const unsigned long long high = last == 64 ? ~0ull : (1ull << last) - 1ull;
+        distance += __popcll((a[w] ^ b[w]) & high & ~((1ull << first) - 1ull));
+    }
+    return distance;
+}
+
+#define GSH_FULL_MASK 0xffffffffu
+
+// Append `value` to out where `keep`, one atomicAdd per warp: the warp's kept values take
+// consecutive slots from *counter, in lane order. Slots at or past `capacity` are counted but not
+// written, so the caller learns the exact size needed. Every lane of the warp must call it.
+static __device__ __forceinline__ void warp_append(bool keep, long long value, long long* out,
+                                                   unsigned long long* counter,
+                                                   unsigned long long capacity) {
+    const unsigned int ballot = __ballot_sync(GSH_FULL_MASK, keep);
+    if (ballot == 0u) {
+        return;  // the same answer in every lane
+    }
+    const unsigned int lane = threadIdx.x & 31u;
+    unsigned long long base = 0;
+    if (lane == 0u) {
+        base = atomicAdd(counter, (unsigned long long)__popc(ballot));
+    }
+    base = __shfl_sync(GSH_FULL_MASK, base, 0);
+    const unsigned long long slot = base + (unsigned long long)__popc(ballot & ((1u << lane) - 1u));
+    if (keep && slot < capacity) {
+        out[slot] = value;
+    }
+}
+
+// The launch's dynamic shared memory (the emulator provides its own).
+#ifndef GSH_EMULATED
+static __device__ __forceinline__ unsigned char* gsh_dynamic_shared() {
+    extern __shared__ __align__(16) unsigned char gsh_shared_bytes[];
+    return gsh_shared_bytes;
+}
+#endif

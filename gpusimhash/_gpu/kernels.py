@@ -13,6 +13,8 @@ from typing import Any
 
 from gpusimhash import _backend
 
+# uint64 words per code of the join and kNN kernels' instantiations; 0 takes any width.
+CODE_WORDS = (1, 2, 4, 8, 0)
 # Every kernel file and the kernel names (template instantiations included) compiled from it.
 KERNELS = {
     "simhash.cu": (
@@ -22,6 +24,12 @@ KERNELS = {
         "simhash_pack_partials",
     ),
     "text.cu": ("text_classify", "text_span_states"),
+    "join.cu": tuple(
+        f"{kernel}<{words}>"
+        for kernel in ("join_bucket_pairs", "join_tiles")
+        for words in CODE_WORDS
+    ),
+    "knn.cu": tuple(f"knn_topk<{words}>" for words in CODE_WORDS),
 }
 COMMON_HEADER = "common.cuh"
 # fmad=false: no multiply-add contraction anywhere, so device float math is plain IEEE.
@@ -131,7 +139,12 @@ class Launcher:
         self.threads_per_block = threads_per_block
         self.max_blocks = sm_count * BLOCKS_PER_SM
 
-    def __call__(self, name: str, n_items: int, args: tuple[Any, ...]) -> None:
-        """Run kernel ``name`` over at least ``n_items`` threads with ``args``."""
+    def __call__(
+        self, name: str, n_items: int, args: tuple[Any, ...], *, shared_bytes: int = 0
+    ) -> None:
+        """Run kernel ``name`` over at least ``n_items`` threads with ``args``.
+
+        ``shared_bytes`` of dynamic shared memory go to each block (at most 48 KiB).
+        """
         blocks = grid_size(n_items, self.threads_per_block, self.max_blocks)
-        _kernel(name)((blocks,), (self.threads_per_block,), args)
+        _kernel(name)((blocks,), (self.threads_per_block,), args, shared_mem=shared_bytes)

@@ -2,9 +2,9 @@
 
 ``build(folder)`` compiles ``glue.cpp`` (which includes ``cuda_emu.h``, ``kernels/common.cuh``
 and every ``kernels/*.cu``) into a shared library; ``EmulatedLauncher`` is a launcher for
-``gpusimhash._gpu.Engine`` with ``xp = numpy``: it maps kernel names to the library's entry
-points and runs each launch on a small grid, so grid-stride loops and block boundaries are
-exercised.
+``gpusimhash._gpu.Engine`` and ``gpusimhash._gpu.join.DeviceJoin`` with ``xp = numpy``: it maps
+kernel names to the library's entry points and runs each launch on a small grid, so grid-stride
+loops and block boundaries are exercised.
 """
 
 from __future__ import annotations
@@ -31,6 +31,13 @@ ENTRY_POINTS = {
     "text_classify": "emu_text_classify",
     "text_span_states": "emu_text_span_states",
 }
+# the join and kNN kernels, whose entry points take the dynamic shared memory size as well
+SHARED_MEMORY_KERNELS = {
+    f"{kernel}<{words}>": f"emu_{kernel}_{words}"
+    for kernel in ("join_bucket_pairs", "join_tiles", "knn_topk")
+    for words in (0, 1, 2, 4, 8)
+}
+ENTRY_POINTS.update(SHARED_MEMORY_KERNELS)
 SCALARS = {
     np.dtype(np.int64): ctypes.c_longlong,
     np.dtype(np.int32): ctypes.c_int,
@@ -76,7 +83,7 @@ def _argument(value: object) -> object:
 
 
 class EmulatedLauncher:
-    """Launch emulated kernels: ``launch(name, n_items, args)`` like ``kernels.Launcher``.
+    """Launch emulated kernels: ``launch(name, n_items, args, shared_bytes=0)`` like ``Launcher``.
 
     Parameters
     ----------
@@ -92,12 +99,17 @@ class EmulatedLauncher:
         self.max_blocks = max_blocks
         self.launched: list[str] = []
 
-    def __call__(self, name: str, n_items: int, args: tuple) -> None:
+    def __call__(self, name: str, n_items: int, args: tuple, *, shared_bytes: int = 0) -> None:
         assert n_items > 0, f"{name} launched with no work"
         blocks = kernels.grid_size(n_items, self.threads_per_block, self.max_blocks)
         entry = getattr(self.library, ENTRY_POINTS[name])
         entry.restype = None
-        entry(ctypes.c_uint(blocks), ctypes.c_uint(self.threads_per_block), *map(_argument, args))
+        shape = [ctypes.c_uint(blocks), ctypes.c_uint(self.threads_per_block)]
+        if name in SHARED_MEMORY_KERNELS:
+            shape.append(ctypes.c_ulonglong(shared_bytes))
+        else:
+            assert shared_bytes == 0, f"{name} takes no dynamic shared memory"
+        entry(*shape, *map(_argument, args))
         self.launched.append(name)
 
 

@@ -1,12 +1,17 @@
 // C entry points around the emulated kernels, one per kernel instantiation, for ctypes.
-// Each takes the launch shape (grid, block) followed by the kernel's own arguments.
+// Each takes the launch shape (grid, block), then, for the kernels using dynamic shared memory
+// (join.cu, knn.cu), its size in bytes, followed by the kernel's own arguments.
 #include "cuda_emu.h"
 
 #include "common.cuh"
 #include "simhash.cu"
 #include "text.cu"
+#include "join.cu"
+#include "knn.cu"
 
 #define EMU_LAUNCH(grid, block, call) cuda_emu::launch(grid, block, [&] { call; })
+#define EMU_LAUNCH_SHARED(grid, block, shared, call) \
+    cuda_emu::launch(grid, block, [&] { call; }, shared)
 
 extern "C" {
 
@@ -54,4 +59,47 @@ void emu_text_span_states(unsigned grid, unsigned block, const unsigned int* tex
                           unsigned int* states) {
     EMU_LAUNCH(grid, block, text_span_states(text, starts, stops, n_spans, states));
 }
+
+#define EMU_JOIN(WORDS)                                                                         \
+    void emu_join_bucket_pairs_##WORDS(                                                         \
+        unsigned grid, unsigned block, unsigned long long shared,                               \
+        const unsigned long long* words, const long long* ids, const long long* starts,         \
+        const unsigned int* keys, long long n_keys, const unsigned int* masks, int n_masks,     \
+        long long n_buckets, const int* bounds, int block_index, int block_radius, int radius,  \
+        int n_words, long long n_ids, long long big_pairs, long long* pairs,                    \
+        unsigned long long* counters, long long pair_capacity, long long* big,                  \
+        long long big_capacity) {                                                               \
+        EMU_LAUNCH_SHARED(grid, block, shared,                                                  \
+                          join_bucket_pairs<WORDS>(words, ids, starts, keys, n_keys, masks,     \
+                                                   n_masks, n_buckets, bounds, block_index,     \
+                                                   block_radius, radius, n_words, n_ids,        \
+                                                   big_pairs, pairs, counters, pair_capacity,   \
+                                                   big, big_capacity));                         \
+    }                                                                                           \
+    void emu_join_tiles_##WORDS(unsigned grid, unsigned block, unsigned long long shared,       \
+                                const unsigned long long* words, const long long* ids,          \
+                                const long long* rects, const long long* tile_starts,           \
+                                long long n_rects, int tile_cols, const int* bounds,            \
+                                int block_index, int block_radius, int radius, int n_words,     \
+                                long long n_ids, long long* pairs, unsigned long long* counters, \
+                                long long pair_capacity) {                                      \
+        EMU_LAUNCH_SHARED(grid, block, shared,                                                  \
+                          join_tiles<WORDS>(words, ids, rects, tile_starts, n_rects, tile_cols, \
+                                            bounds, block_index, block_radius, radius, n_words, \
+                                            n_ids, pairs, counters, pair_capacity));            \
+    }                                                                                           \
+    void emu_knn_topk_##WORDS(unsigned grid, unsigned block, unsigned long long shared,         \
+                              const unsigned long long* stored, long long n_stored,             \
+                              const unsigned long long* queries, long long n_queries,           \
+                              int n_words, int bits, int k, int query_tile, int chunk,          \
+                              int* distances, long long* positions) {                           \
+        EMU_LAUNCH_SHARED(grid, block, shared,                                                  \
+                          knn_topk<WORDS>(stored, n_stored, queries, n_queries, n_words, bits,  \
+                                          k, query_tile, chunk, distances, positions));         \
+    }
+EMU_JOIN(0)
+EMU_JOIN(1)
+EMU_JOIN(2)
+EMU_JOIN(4)
+EMU_JOIN(8)
 }

@@ -1,0 +1,273 @@
+"""The GPU radius join and kNN (kernels/join.cu, knn.cu), run on the CPU through g++ (cuda_emu).
+
+The same ``DeviceJoin`` that drives CuPy on a GPU drives here NumPy arrays and the emulated
+kernels, so these tests cover the kernels' logic (popcount compares, warp ballots and shuffles,
+dynamic shared memory, overflow counters) and the orchestration together. The join must give
+exactly the CPU join's pair set, kNN exactly FAISS IndexBinaryFlat's results. Tiny tiles, output
+capacities and bucket caps make the rare paths run: the exact-size rerun after an overflow and
+the tiled fallback for oversized bucket pairs.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any
+
+import faiss
+import numpy as np
+import pytest
+from cuda_emu import emulator
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpusimhash import near_duplicate_groups, near_duplicates
+from gpusimhash._gpu.join import (
+    DeviceJoin,
+    JoinSettings,
+    block_keys,
+    even_bounds,
+    n_masks,
+    neighbour_masks,
+    word_layout,
+)
+from gpusimhash.search._join import DuplicateGroups
+
+# Settings that send a few hundred codes down every path: capacities of a few pairs (reruns),
+# bucket pairs of more than 12 compares to join_tiles, tiles of 8 columns.
+TINY = {"pair_capacity": 2, "big_capacity": 1, "big_pairs": 12, "tile_cols": 8}
+
+
+def _join(library: ctypes.CDLL, threads: int = 32, grid: int = 3, **overrides: Any) -> DeviceJoin:
+    launcher = emulator.EmulatedLauncher(library, threads_per_block=threads, max_blocks=grid)
+    return DeviceJoin(np, launcher, JoinSettings(**overrides))
+
+
+def _flip(rng: np.random.Generator, code: np.ndarray, n_bits: int) -> np.ndarray:
+    """A copy of ``code`` with ``n_bits`` distinct random bits flipped."""
+    bits = np.unpackbits(code, bitorder="little")
+    chosen = rng.choice(bits.size, n_bits, replace=False)
+    bits[chosen] ^= 1
+    return np.packbits(bits, bitorder="little")
+
+
+def planted(rng: np.random.Generator, n: int, bits: int, radius: int) -> np.ndarray:
+    """Random codes with partners at distance exactly ``radius`` and ``radius + 1``, and copies."""
+    width = bits // 8
+    codes = rng.integers(0, 256, (n, width), dtype=np.uint8)
+    for i in range(0, n - 3, 4):
+        codes[i + 1] = _flip(rng, codes[i], min(radius, bits))
+        codes[i + 2] = _flip(rng, codes[i], min(radius + 1, bits))
+        codes[i + 3] = codes[i] if i % 8 == 0 else _flip(rng, codes[i], radius // 2)
+    return codes
+
+
+def assert_same_as_cpu(join: DeviceJoin, codes: np.ndarray, radius: int) -> None:
+    inverse, unique_pairs = join.groups(codes, radius)
+    expected = near_duplicate_groups(codes, max_distance=radius)
+    np.testing.assert_array_equal(inverse, expected.inverse)
+    np.testing.assert_array_equal(unique_pairs, expected.unique_pairs)
+
+
+# (bits, radius, blocks): 0 blocks is the tiled brute force
+CASES = [
+    (8, 1, 0),
+    (8, 2, 2),
+    (24, 3, 2),
+    (64, 3, 4),
+    (64, 7, 4),
+    (64, 9, 5),
+    (128, 18, 8),
+    (128, 18, 0),
+    (256, 45, 16),
+    (512, 60, 32),
+]
+
+
+@pytest.mark.parametrize(("bits", "radius", "blocks"), CASES)
+def test_planted_pairs_match_the_cpu_join(
+    emulated_kernels: ctypes.CDLL, bits: int, radius: int, blocks: int
+) -> None:
+    rng = np.random.default_rng(bits + radius)
+    codes = planted(rng, 203, bits, radius)  # not a multiple of any tile
+    join = _join(emulated_kernels, blocks=blocks, max_key_bits=16)
+    assert_same_as_cpu(join, codes, radius)
+    assert len(join.groups(codes, radius)[1]) > 0
+
+
+@pytest.mark.parametrize(("bits", "radius", "blocks"), [(64, 7, 4), (128, 18, 8), (40, 5, 0)])
+@pytest.mark.parametrize("threads", [32, 64])
+def test_overflow_rerun_and_big_buckets(
+    emulated_kernels: ctypes.CDLL, bits: int, radius: int, blocks: int, threads: int
+) -> None:
+    rng = np.random.default_rng(bits)
+    # clusters: many codes share block keys, so bucket pairs are oversized
+    centres = rng.integers(0, 256, (4, bits // 8), dtype=np.uint8)
+    codes = np.stack(
+        [_flip(rng, centres[i % 4], int(rng.integers(0, radius + 2))) for i in range(150)]
+    )
+    join = _join(emulated_kernels, threads=threads, blocks=blocks, max_key_bits=16, **TINY)
+    assert_same_as_cpu(join, codes, radius)
+    assert join.stats.reruns > 0
+    if blocks:
+        assert join.stats.big_bucket_pairs > 0
+        assert any(name.startswith("join_tiles") for name in join.stats.launches)
+
+
+def test_all_identical_codes(emulated_kernels: ctypes.CDLL) -> None:
+    codes = np.full((500, 16), 0xA7, dtype=np.uint8)
+    join = _join(emulated_kernels, **TINY)
+    inverse, unique_pairs = join.groups(codes, 18)
+    np.testing.assert_array_equal(inverse, np.zeros(500, dtype=np.int64))
+    assert unique_pairs.shape == (0, 2)
+    assert join.stats.launches == {}  # one distinct code: nothing to launch
+    codes[::7, 3] ^= 0x0F  # two distinct codes four bits apart
+    for radius in (3, 4):
+        assert_same_as_cpu(join, codes, radius)
+
+
+@pytest.mark.parametrize("n", [0, 1, 2])
+def test_tiny_inputs(emulated_kernels: ctypes.CDLL, n: int) -> None:
+    codes = np.arange(n * 8, dtype=np.uint8).reshape(n, 8)
+    assert_same_as_cpu(_join(emulated_kernels), codes, 64)
+
+
+def test_radius_past_the_code_length(emulated_kernels: ctypes.CDLL) -> None:
+    codes = planted(np.random.default_rng(5), 50, 16, 3)
+    for blocks in (0, 2):
+        assert_same_as_cpu(_join(emulated_kernels, blocks=blocks), codes, 16)
+
+
+def test_expanded_pairs_equal_near_duplicates(emulated_kernels: ctypes.CDLL) -> None:
+    rng = np.random.default_rng(3)
+    codes = planted(rng, 120, 64, 5)
+    inverse, unique_pairs = _join(emulated_kernels, blocks=4).groups(codes, 5)
+    groups = DuplicateGroups(inverse=inverse, unique_pairs=unique_pairs, max_distance=5)
+    np.testing.assert_array_equal(groups.pairs(), near_duplicates(codes, max_distance=5))
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    width=st.integers(1, 9),
+    n=st.integers(0, 60),
+    radius=st.integers(0, 12),
+    blocks=st.integers(0, 5),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_join_property(
+    emulated_kernels: ctypes.CDLL, width: int, n: int, radius: int, blocks: int, seed: int
+) -> None:
+    rng = np.random.default_rng(seed)
+    codes = planted(rng, n, width * 8, radius)
+    blocks = min(blocks, width * 8)
+    if blocks and -(-width * 8 // blocks) > 16:
+        blocks = 0  # keys this wide would need 2**17 buckets or more
+    assert_same_as_cpu(
+        _join(emulated_kernels, blocks=blocks, max_key_bits=16, **TINY), codes, radius
+    )
+
+
+def test_planner_chooses_brute_force_or_valid_blocks(emulated_kernels: ctypes.CDLL) -> None:
+    rng = np.random.default_rng(0)
+    join = _join(emulated_kernels, brute_force_max=100, max_key_bits=12, sample_size=64)
+    small = rng.integers(0, 256, (100, 8), dtype=np.uint8)
+    words, _ = join.words(small)
+    assert join.plan(words, 64, 3) is None
+    codes = planted(rng, 3000, 64, 3)
+    assert_same_as_cpu(join, codes, 3)
+    plan = join.stats.plan
+    assert plan is not None
+    assert plan.bounds[0] == 0
+    assert plan.bounds[-1] == 64
+    assert np.diff(plan.bounds).max() <= 12
+    assert plan.block_radius == 3 // (len(plan.bounds) - 1)
+
+
+def test_forced_blocks_wider_than_the_key_limit_raise(emulated_kernels: ctypes.CDLL) -> None:
+    join = _join(emulated_kernels, blocks=2, max_key_bits=16)
+    with pytest.raises(ValueError, match="max_key_bits"):
+        join.groups(np.arange(24, dtype=np.uint8).reshape(3, 8), 1)
+
+
+def test_helpers() -> None:
+    assert even_bounds(10, 3) == (0, 3, 6, 10)
+    for key_bits, radius in [(1, 0), (4, 2), (7, 7), (10, 3)]:
+        masks = neighbour_masks(key_bits, radius)
+        assert masks.size == n_masks(key_bits, radius) == len(set(masks.tolist()))
+        assert np.bitwise_count(masks).max() <= radius
+    assert [word_layout(w) for w in (1, 8, 9, 17, 64, 65)] == [
+        (1, 1),
+        (1, 1),
+        (2, 2),
+        (4, 4),
+        (8, 8),
+        (9, 0),
+    ]
+    rng = np.random.default_rng(1)
+    codes = rng.integers(0, 256, (20, 24), dtype=np.uint8)
+    words = np.ascontiguousarray(codes).view(np.uint64)
+    bits = np.unpackbits(codes, axis=1, bitorder="little").astype(np.int64)
+    for lo, hi in [(0, 1), (3, 25), (60, 70), (63, 64), (100, 122), (170, 192)]:
+        expected = (bits[:, lo:hi] << np.arange(hi - lo)).sum(axis=1)
+        np.testing.assert_array_equal(block_keys(np, words, lo, hi), expected)
+
+
+# ---- kNN -------------------------------------------------------------------------------------
+
+
+def _faiss_knn(stored: np.ndarray, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    index = faiss.IndexBinaryFlat(stored.shape[1] * 8)
+    index.add(stored)
+    return index.search(queries, k)
+
+
+@pytest.mark.parametrize(
+    ("bits", "n", "k", "overrides"),
+    [
+        (8, 300, 1024, {"knn_chunk": 64, "knn_query_tile": 4}),  # k > n, heavy ties
+        (64, 257, 10, {"knn_chunk": 32, "knn_query_tile": 3}),
+        (128, 513, 100, {}),
+        (24, 100, 7, {}),
+        (256, 90, 90, {"knn_chunk": 32}),
+        (1024, 70, 5, {"shared_bytes": 4096}),  # template 0, one query per block
+    ],
+)
+@pytest.mark.parametrize("threads", [32, 64])
+def test_knn_matches_faiss_flat(
+    emulated_kernels: ctypes.CDLL,
+    bits: int,
+    n: int,
+    k: int,
+    overrides: dict[str, int],
+    threads: int,
+) -> None:
+    rng = np.random.default_rng(bits + n)
+    stored = rng.integers(0, 256, (n, bits // 8), dtype=np.uint8)
+    stored[n // 2 :] = stored[: n - n // 2]  # duplicates: ties broken by position
+    queries = rng.integers(0, 256, (37, bits // 8), dtype=np.uint8)
+    queries[:15] = stored[rng.integers(0, n, 15)]
+    join = _join(emulated_kernels, threads=threads, **overrides)
+    distances, positions = join.knn(stored, queries, k)
+    expected_distances, expected_positions = _faiss_knn(stored, queries, min(k, n))
+    np.testing.assert_array_equal(distances[:, : min(k, n)], expected_distances)
+    np.testing.assert_array_equal(positions[:, : min(k, n)], expected_positions)
+    assert (distances[:, n:] == -1).all()
+    assert (positions[:, n:] == -1).all()
+
+
+def test_knn_all_ties_keeps_the_first_positions(emulated_kernels: ctypes.CDLL) -> None:
+    stored = np.zeros((100, 8), dtype=np.uint8)
+    queries = np.zeros((2, 8), dtype=np.uint8)
+    queries[1, 0] = 1
+    distances, positions = _join(emulated_kernels, knn_chunk=32).knn(stored, queries, 40)
+    np.testing.assert_array_equal(positions, np.tile(np.arange(40), (2, 1)))
+    np.testing.assert_array_equal(distances, np.repeat([[0], [1]], 40, axis=1))
+
+
+def test_knn_empty(emulated_kernels: ctypes.CDLL) -> None:
+    join = _join(emulated_kernels)
+    distances, positions = join.knn(np.zeros((0, 8), np.uint8), np.zeros((3, 8), np.uint8), 4)
+    assert distances.shape == positions.shape == (3, 4)
+    assert (positions == -1).all()
+    distances, positions = join.knn(np.zeros((5, 8), np.uint8), np.zeros((0, 8), np.uint8), 4)
+    assert distances.shape == (0, 4)
+    assert join.stats.launches == {}
