@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gpusimhash import _segments
+
 
 @dataclass(frozen=True)
 class FeatureBatch:
@@ -53,7 +55,7 @@ class FeatureBatch:
 
     def doc_ids(self) -> np.ndarray:
         """Return the document index of every entry, shape (nnz,), int64."""
-        return np.repeat(np.arange(self.n_docs, dtype=np.int64), np.diff(self.offsets))
+        return _segments.segment_of(np.diff(self.offsets))
 
     @classmethod
     def concatenate(cls, batches: list[FeatureBatch]) -> FeatureBatch:

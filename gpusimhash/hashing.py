@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpusimhash import _segments
 from gpusimhash._cpu._loops import fnv1a_spans
 
 FNV_OFFSET_BASIS = np.uint32(0x811C9DC5)
@@ -115,8 +116,7 @@ def feature_states(features: list[str]) -> np.ndarray:
     encoded = [f.encode("utf-16-le", "surrogatepass") for f in features]
     lengths = np.fromiter((len(e) // 2 for e in encoded), dtype=np.int64, count=len(encoded))
     units = np.frombuffer(b"".join(encoded), dtype=np.uint16)
-    starts = np.zeros(len(encoded), dtype=np.int64)
-    np.cumsum(lengths[:-1], out=starts[1:])
+    starts = _segments.starts(lengths)
     basis = np.full(len(encoded), FNV_OFFSET_BASIS, dtype=np.uint32)
     return fnv1a_continue(basis, units, starts, lengths)
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from gpusimhash import _segments
 from gpusimhash._batching import chunks
 from gpusimhash._choices import ANALYZERS, WEIGHTINGS
 from gpusimhash._cpu._loops import word_runs
@@ -55,9 +56,7 @@ def _code_points(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     joined = "\n".join(texts)
     code_points = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
     lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
-    doc_starts = np.zeros(len(texts), dtype=np.int64)
-    np.cumsum(lengths[:-1] + 1, out=doc_starts[1:])
-    return code_points, doc_starts
+    return code_points, _segments.starts(lengths + 1)
 
 
 def tokenize(texts: Sequence[str], *, lowercase: bool = True) -> Tokens:
@@ -87,23 +86,7 @@ def tokenize(texts: Sequence[str], *, lowercase: bool = True) -> Tokens:
 def _doc_ranges(doc: np.ndarray, n_docs: int) -> tuple[np.ndarray, np.ndarray]:
     """Return the first item index and the item count of each document (items sorted by doc)."""
     counts = np.bincount(doc, minlength=n_docs).astype(np.int64)
-    first = np.zeros(n_docs, dtype=np.int64)
-    np.cumsum(counts[:-1], out=first[1:])
-    return first, counts
-
-
-def _windows(
-    first: np.ndarray, counts: np.ndarray, n: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Windows of ``n`` consecutive items per document, or one window over a shorter document.
-
-    Returns each window's first item, its length in items (``min(n, count)``) and its document.
-    """
-    per_doc = np.where(counts >= n, counts - n + 1, np.minimum(counts, 1))
-    doc = np.repeat(np.arange(counts.size, dtype=np.int64), per_doc)
-    doc_first_window = np.cumsum(per_doc) - per_doc
-    rank = np.arange(doc.size, dtype=np.int64) - doc_first_window[doc]
-    return first[doc] + rank, np.minimum(counts, n)[doc], doc
+    return _segments.starts(counts), counts
 
 
 def _fnv1a_spans(code_points: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -131,7 +114,7 @@ def word_ngram_states(tokens: Tokens, n: int) -> tuple[np.ndarray, np.ndarray]:
     """
     if n == 1:
         return _fnv1a_spans(tokens.code_points, tokens.starts, tokens.lengths), tokens.doc
-    first, span, doc = _windows(*_doc_ranges(tokens.doc, tokens.n_docs), n)
+    first, span, doc = _segments.windows(*_doc_ranges(tokens.doc, tokens.n_docs), n)
     states = _fnv1a_spans(tokens.code_points, tokens.starts[first], tokens.lengths[first])
     for j in range(1, n):
         more = np.flatnonzero(span > j)
@@ -157,12 +140,10 @@ def normalized_text(tokens: Tokens) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     separator = np.ones(tokens.doc.size, dtype=np.int64)
     separator[token_first[token_count > 0]] = 0
     segment = tokens.lengths + separator
-    text_start = np.cumsum(segment) - tokens.lengths
+    text_start = _segments.starts(segment) + separator
     normalized = np.full(int(segment.sum()), SPACE, dtype=np.uint32)
-    rank = np.arange(int(tokens.lengths.sum()), dtype=np.int64)
-    rank -= np.repeat(np.cumsum(tokens.lengths) - tokens.lengths, tokens.lengths)
-    normalized[np.repeat(text_start, tokens.lengths) + rank] = tokens.code_points[
-        np.repeat(tokens.starts, tokens.lengths) + rank
+    normalized[_segments.ranges(text_start, tokens.lengths)] = tokens.code_points[
+        _segments.ranges(tokens.starts, tokens.lengths)
     ]
     first = np.zeros(tokens.n_docs, dtype=np.int64)
     counts = np.zeros(tokens.n_docs, dtype=np.int64)
@@ -192,15 +173,8 @@ def char_ngram_states(tokens: Tokens, n: int) -> tuple[np.ndarray, np.ndarray]:
         The document of each feature, non-decreasing.
     """
     normalized, first, counts = normalized_text(tokens)
-    start, span, doc = _windows(first, counts, n)
+    start, span, doc = _segments.windows(first, counts, n)
     return _fnv1a_spans(normalized, start, span), doc
-
-
-def _offsets(doc: np.ndarray, n_docs: int) -> np.ndarray:
-    """CSR row starts for items sorted by document."""
-    offsets = np.zeros(n_docs + 1, dtype=np.int64)
-    np.cumsum(np.bincount(doc, minlength=n_docs), out=offsets[1:])
-    return offsets
 
 
 def _count_per_document(states: np.ndarray, doc: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -409,9 +383,11 @@ class TextFeaturizer:
         self._check_fitted()
         states, doc = self._feature_occurrences(texts)
         if self.weighting == "count":
-            return FeatureBatch(states, _offsets(doc, len(texts)), None)
+            return FeatureBatch(states, _segments.offsets_of(doc, len(texts)), None)
         states, doc, counts = _count_per_document(states, doc)
-        return FeatureBatch(states, _offsets(doc, len(texts)), self.weigh(counts, states))
+        return FeatureBatch(
+            states, _segments.offsets_of(doc, len(texts)), self.weigh(counts, states)
+        )
 
     def features(self, text: str) -> dict[str, float]:
         """Featurize one text in plain Python: the readable definition of ``transform``.

@@ -9,15 +9,19 @@ row and ``add`` continues after the largest id stored.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from gpusimhash._choices import FORMATS, KINDS
 from gpusimhash.cli import options
 from gpusimhash.cli.options import UserError
-from gpusimhash.io.readers import InputError, read_batches
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from gpusimhash.io.readers import DocumentBatch
+    from gpusimhash.search.index import SimHashIndex
 
 
 def add_index_commands(commands: Any) -> None:
@@ -89,8 +93,12 @@ def add_index_commands(commands: Any) -> None:
     stats.set_defaults(handler=run_stats)
 
 
-def _integer_ids(ids: list, path: Path, rows: np.ndarray, field: str) -> np.ndarray:
+def _integer_ids(ids: list[Any], path: Path, rows: np.ndarray, field: str) -> np.ndarray:
     """Convert id values to int64, or raise naming the document."""
+    import numpy as np
+
+    from gpusimhash.io.readers import InputError
+
     out = np.empty(len(ids), dtype=np.int64)
     for k, value in enumerate(ids):
         try:
@@ -105,11 +113,12 @@ def _integer_ids(ids: list, path: Path, rows: np.ndarray, field: str) -> np.ndar
     return out
 
 
-def _fill(index, args: argparse.Namespace, path: Path, *, first_build: bool) -> int:
+def _fill(index: SimHashIndex, args: argparse.Namespace, path: Path, *, first_build: bool) -> int:
     """Fingerprint the file in batches and add it to the index; return documents added."""
     from gpusimhash import fingerprint
+    from gpusimhash.io.readers import read_batches
 
-    def batches():
+    def batches() -> Iterator[DocumentBatch]:
         return read_batches(
             path,
             format=args.format,
@@ -149,7 +158,7 @@ def _fill(index, args: argparse.Namespace, path: Path, *, first_build: bool) -> 
     return added
 
 
-def _description(index, folder: Path) -> dict[str, Any]:
+def _description(index: SimHashIndex, folder: Path) -> dict[str, Any]:
     """Describe an index for stats and build/add summaries."""
     featurizer = index.featurizer
     files = [p for p in folder.iterdir() if p.is_file()] if folder.is_dir() else []
@@ -199,7 +208,7 @@ def run_add(args: argparse.Namespace) -> int:
     return 0
 
 
-def _load(folder: Path, *, mmap: bool = False):
+def _load(folder: Path, *, mmap: bool = False) -> SimHashIndex:
     """Load a saved index (BundleError, a ValueError, names what is wrong)."""
     from gpusimhash import SimHashIndex
 
@@ -208,6 +217,8 @@ def _load(folder: Path, *, mmap: bool = False):
 
 def _query_texts(args: argparse.Namespace) -> list[str]:
     """Collect query texts from the command line and --file."""
+    from gpusimhash.io.readers import read_batches
+
     texts = list(args.texts)
     if args.file:
         path = options.check_readable(args.file)

@@ -32,6 +32,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from gpusimhash import _segments
+
 _MASK64 = np.uint64(0xFFFFFFFFFFFFFFFF)
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -264,11 +266,10 @@ class _Model:
     def tokens(self, docs: np.ndarray) -> list[np.ndarray]:
         """Return the word ranks of each document *as an original*."""
         lengths = self.lengths(docs)
-        flat_docs = np.repeat(docs, lengths)
-        starts = np.repeat(np.cumsum(lengths) - lengths, lengths)
-        positions = np.arange(flat_docs.size) - starts
+        flat_docs = docs[_segments.segment_of(lengths)]
+        positions = _segments.ranks(lengths)
         ranks = self.draw_words(_uniform(self.spec.seed, _STREAM_TOKEN, flat_docs, positions))
-        return np.split(ranks, np.cumsum(lengths)[:-1])
+        return np.split(ranks, _segments.starts(lengths)[1:])
 
     def edit_rate(self, doc: int) -> float:
         """Return the edit rate a near copy draws."""

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from gpusimhash import _segments
 from gpusimhash.codes import estimate_cosine, hamming
 from gpusimhash.evaluation import true_cosines
 from gpusimhash.io._atomic import atomic_path
@@ -258,7 +259,7 @@ def sample_pairs(groups: DuplicateGroups, codes: np.ndarray, seed: int) -> dict[
     second_row = np.full(groups.n_unique, -1, dtype=np.int64)
     if repeated.size:
         order = np.argsort(groups.inverse, kind="stable")
-        starts = np.cumsum(sizes) - sizes
+        starts = _segments.starts(sizes)
         second_row[repeated] = order[starts[repeated] + 1]
     identical = np.stack([first_row[repeated], second_row[repeated]], axis=1)
     all_found = np.concatenate([found, identical]).astype(np.int64)

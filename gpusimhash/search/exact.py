@@ -20,7 +20,7 @@ from itertools import combinations
 import faiss
 import numpy as np
 
-from gpusimhash import _validate
+from gpusimhash import _segments, _validate
 from gpusimhash.codes import code_words
 from gpusimhash.search._join import (
     DuplicateGroups,
@@ -265,9 +265,8 @@ def _table(words, idx, segments, free, radius, depth) -> list[np.ndarray]:
     for chunk_pos, chunk_counts in zip(
         np.split(pos, bounds), np.split(counts, bounds), strict=True
     ):
-        left = np.repeat(chunk_pos, chunk_counts)
-        first = np.cumsum(chunk_counts) - chunk_counts
-        right = left + 1 + (np.arange(left.size) - np.repeat(first, chunk_counts))
+        left = chunk_pos[_segments.segment_of(chunk_counts)]
+        right = left + 1 + _segments.ranks(chunk_counts)
         distance = np.bitwise_count(sorted_words[left, 0] ^ sorted_words[right, 0]).astype(np.int32)
         for w in range(1, words.shape[1]):
             distance += np.bitwise_count(sorted_words[left, w] ^ sorted_words[right, w])
@@ -291,7 +290,7 @@ def _brute_force(words, idx, radius, found) -> None:
     index = faiss.IndexBinaryFlat(codes.shape[1] * 8)
     index.add(codes)
     lims, distances, labels = index.range_search(codes, radius + 1)  # strict: d < radius + 1
-    query = np.repeat(np.arange(idx.size), np.diff(lims.astype(np.int64)))
+    query = _segments.segment_of(np.diff(lims.astype(np.int64)))
     keep = (labels > query) & (distances <= radius)
     _append_pairs(idx[query[keep]], idx[labels[keep]], words.shape[0], found)
 

@@ -30,7 +30,7 @@ from typing import Any, NamedTuple
 import faiss
 import numpy as np
 
-from gpusimhash import _validate
+from gpusimhash import _segments, _validate
 from gpusimhash._choices import KINDS
 from gpusimhash.fingerprinting import fingerprint
 from gpusimhash.io.bundle import BundleError, read_bundle, write_bundle
@@ -526,7 +526,7 @@ class SimHashIndex:
         codes = self.to_codes(queries, vocabulary=vocabulary, name="queries")
         lims, distances, ids = self._faiss_range(codes, radius)
         lims = lims.astype(np.int64)
-        query = np.repeat(np.arange(codes.shape[0]), np.diff(lims))
+        query = _segments.segment_of(np.diff(lims))
         keep = distances <= radius
         if self.n_tombstones:
             keep &= ~np.isin(ids, self._tombstones)
