@@ -20,7 +20,7 @@ from itertools import combinations
 import faiss
 import numpy as np
 
-from gpusimhash import _segments, _validate
+from gpusimhash import _backend, _segments, _validate
 from gpusimhash.codes import code_words
 from gpusimhash.search._join import (
     DuplicateGroups,
@@ -46,18 +46,22 @@ _RADIX_MAX_BITS = 32  # wider keys are hashed to this many bits
 _PARALLEL_MIN = 50_000  # codes in a search before tables run in parallel threads  # candidate pairs generated per batch (bounds memory)
 
 
-def near_duplicates(codes, *, max_distance=None, min_cosine=None) -> np.ndarray:
+def near_duplicates(codes, *, max_distance=None, min_cosine=None, device="auto") -> np.ndarray:
     """Find every pair of codes within a Hamming radius, exactly.
 
     Parameters
     ----------
-    codes : ndarray, shape (n, bits // 8), dtype uint8
-        Packed fingerprints (FAISS layout).
+    codes : ndarray or cupy.ndarray, shape (n, bits // 8), dtype uint8
+        Packed fingerprints (FAISS layout), on the host or on a GPU.
     max_distance : int, optional
         Hamming radius: pairs with ``hamming(codes[i], codes[j]) <= max_distance``.
     min_cosine : float, optional
         Alternatively, minimum estimated cosine ``cos(pi * d / bits)``; converted with
         `cosine_radius`. Give exactly one of the two.
+    device : {"auto", "cpu", "gpu"}
+        Where the join runs: ``"auto"`` on the GPU when `codes` are a CuPy array, else on the
+        CPU; ``"gpu"`` copies host codes to the device, ``"cpu"`` device codes to the host.
+        The result is the same NumPy array wherever it is computed.
 
     Returns
     -------
@@ -70,9 +74,12 @@ def near_duplicates(codes, *, max_distance=None, min_cosine=None) -> np.ndarray:
     Raises
     ------
     TypeError
-        `codes` not a uint8 NumPy array.
+        `codes` not a uint8 array.
     ValueError
-        `codes` not 2-D, both or neither threshold given, or a threshold out of range.
+        `codes` not 2-D, both or neither threshold given, a threshold out of range, or an
+        unknown `device`.
+    RuntimeError
+        ``device="gpu"``, or CuPy codes, where no GPU is usable.
 
     Examples
     --------
@@ -81,10 +88,15 @@ def near_duplicates(codes, *, max_distance=None, min_cosine=None) -> np.ndarray:
     >>> near_duplicates(codes, max_distance=1).tolist()
     [[0, 2], [0, 3], [2, 3]]
     """
-    return near_duplicate_groups(codes, max_distance=max_distance, min_cosine=min_cosine).pairs()
+    groups = near_duplicate_groups(
+        codes, max_distance=max_distance, min_cosine=min_cosine, device=device
+    )
+    return groups.pairs()
 
 
-def near_duplicate_groups(codes, *, max_distance=None, min_cosine=None) -> DuplicateGroups:
+def near_duplicate_groups(
+    codes, *, max_distance=None, min_cosine=None, device="auto"
+) -> DuplicateGroups:
     """Find near-duplicates in collapsed form, without expanding identical codes into pairs.
 
     Parameters and thresholds are those of `near_duplicates`.
@@ -93,14 +105,18 @@ def near_duplicate_groups(codes, *, max_distance=None, min_cosine=None) -> Dupli
     -------
     groups : DuplicateGroups
         Distinct-code index of every input code and the pairs of distinct codes within the
-        radius; ``groups.pairs()`` gives the output of `near_duplicates`.
+        radius; ``groups.pairs()`` gives the output of `near_duplicates`. NumPy arrays, the
+        same on either device.
 
     Raises
     ------
     TypeError
-        `codes` not a uint8 NumPy array.
+        `codes` not a uint8 array.
     ValueError
-        `codes` not 2-D, both or neither threshold given, or a threshold out of range.
+        `codes` not 2-D, both or neither threshold given, a threshold out of range, or an
+        unknown `device`.
+    RuntimeError
+        ``device="gpu"``, or CuPy codes, where no GPU is usable.
 
     Examples
     --------
@@ -110,7 +126,16 @@ def near_duplicate_groups(codes, *, max_distance=None, min_cosine=None) -> Dupli
     >>> groups.n_unique, len(groups.unique_pairs)
     (1, 0)
     """
-    codes = _validate.codes(codes)
+    if _on_gpu(codes, device):
+        from gpusimhash._gpu import join as gpu_join
+
+        codes = gpu_join.device_codes(codes)
+        radius = resolve_radius(
+            codes.shape[1] * 8, max_distance=max_distance, min_cosine=min_cosine
+        )
+        inverse, unique_pairs = gpu_join.groups(codes, radius)
+        return DuplicateGroups(inverse=inverse, unique_pairs=unique_pairs, max_distance=radius)
+    codes = _validate.codes(_backend.to_host(codes))
     bits = codes.shape[1] * 8
     radius = resolve_radius(bits, max_distance=max_distance, min_cosine=min_cosine)
     words = code_words(codes)
@@ -121,6 +146,16 @@ def near_duplicate_groups(codes, *, max_distance=None, min_cosine=None) -> Dupli
     keys = np.unique(np.concatenate(found)) if found else np.empty(0, dtype=np.int64)
     unique_pairs = keys_to_pairs(keys, n_unique)
     return DuplicateGroups(inverse=inverse, unique_pairs=unique_pairs, max_distance=radius)
+
+
+def _on_gpu(codes: object, device: str) -> bool:
+    """Whether the join runs on the GPU: ``device`` or, for ``"auto"``, where `codes` are."""
+    device = _validate.device(device)
+    if device == "auto":
+        return _backend.is_device_array(codes)
+    if device == "gpu":
+        _backend.require_gpu()
+    return device == "gpu"
 
 
 def _join(words, idx, free, radius, found, depth=0) -> None:
