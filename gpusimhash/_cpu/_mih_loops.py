@@ -1,0 +1,434 @@
+"""Compiled loops (Numba) of the multi-index hashing join (`gpusimhash.search.mih`).
+
+Codes are rows of ``uint64`` words (``codes.code_words``), or the same words stored word-major
+(``columns[w, i]``), where the distance loops read one word of many codes contiguously and the
+compiler vectorizes the popcounts. A block is a run of ``width < 64`` consecutive bits starting
+at bit ``lo``; its key is those bits as an integer.
+
+* ``block_keys``, ``bucket_order``: each code's key and a counting sort by key, so that the
+  codes of one key (a bucket) are contiguous.
+* ``block_distance_counts``: how many sampled pairs differ in ``0, 1, ..., t_max`` bits of a
+  block, the planner's measurement of the data.
+* ``bucket_pairs``: the nonempty bucket pairs one key difference (mask) leads to.
+* ``join_block``: every pair within the radius from a range of one block's buckets, kept only
+  when no block probed earlier qualifies, so each pair comes from exactly one block.
+* ``link_block``: the same probes in components mode: pairs are linked in a union-find forest
+  instead of emitted, and codes already linked are skipped.
+* ``brute_pairs``, ``brute_link``: all pairs of a row range with every later row.
+* ``merge_forest``, ``flatten_forest``: combine the forests of several threads; final roots.
+
+Every loop releases the GIL, so threads run disjoint ranges in parallel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, cast
+
+import numpy as np
+from llvmlite import ir
+from numba import njit, types
+from numba.extending import intrinsic
+
+_ONE = np.uint64(1)
+_SHORT = 8  # candidates below which a scalar loop beats the vectorized one
+
+
+@intrinsic
+def _ctpop(typingctx: Any, value: Any) -> Any:  # pragma: no cover - compiled
+    """Count the set bits of a uint64 (LLVM ``ctpop``: one instruction on x86-64 and ARM)."""
+    signature = types.uint64(types.uint64)
+
+    def codegen(context: Any, builder: Any, sig: Any, args: Any) -> ir.Value:
+        return builder.ctpop(args[0])
+
+    return signature, codegen
+
+
+_popcount = cast(Callable[[np.uint64], np.uint64], _ctpop)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _bits(
+    words: np.ndarray, row: int, lo: int, width: int
+) -> np.uint64:  # pragma: no cover - compiled
+    """Bits ``lo .. lo + width - 1`` of one row of words, as an integer."""
+    word = lo >> 6
+    shift = np.uint64(lo & 63)
+    value = words[row, word] >> shift
+    if (lo & 63) + width > 64:
+        value |= words[row, word + 1] << (np.uint64(64) - shift)
+    bits: np.uint64 = value & ((_ONE << np.uint64(width)) - _ONE)
+    return bits
+
+
+@njit(cache=True, nogil=True)
+def block_keys(words: np.ndarray, lo: int, width: int) -> np.ndarray:  # pragma: no cover - compiled
+    """Key of every code over the block ``lo .. lo + width - 1``, as uint64."""
+    keys = np.empty(words.shape[0], dtype=np.uint64)
+    for row in range(words.shape[0]):
+        keys[row] = _bits(words, row, lo, width)
+    return keys
+
+
+@njit(cache=True, nogil=True)
+def bucket_order(
+    keys: np.ndarray, width: int
+) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
+    """Counting-sort keys below ``2**width``: return ``(starts, order)``.
+
+    ``starts`` has ``2**width + 1`` entries; the codes with key ``k`` are
+    ``order[starts[k] : starts[k + 1]]``, in increasing index order.
+    """
+    starts = np.zeros((1 << width) + 1, dtype=np.int64)
+    for key in keys:
+        starts[key + 1] += 1
+    for k in range(1 << width):
+        starts[k + 1] += starts[k]
+    fill = starts[:-1].copy()
+    order = np.empty(keys.size, dtype=np.int64)
+    for row in range(keys.size):
+        key = keys[row]
+        order[fill[key]] = row
+        fill[key] += 1
+    return starts, order
+
+
+@njit(cache=True, nogil=True)
+def block_distance_counts(
+    xor: np.ndarray, lo: int, width: int, t_max: int
+) -> np.ndarray:  # pragma: no cover - compiled
+    """Count the rows of ``xor`` (pair differences) with ``d <= t_max`` bits set in a block."""
+    counts = np.zeros(t_max + 1, dtype=np.int64)
+    for row in range(xor.shape[0]):
+        d = int(_popcount(_bits(xor, row, lo, width)))
+        if d <= t_max:
+            counts[d] += 1
+    return counts
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _column_bits(
+    columns: np.ndarray, row: int, lo: int, width: int
+) -> np.uint64:  # pragma: no cover - compiled
+    """`_bits` of codes stored word-major (``columns[w, row]``)."""
+    word = lo >> 6
+    shift = np.uint64(lo & 63)
+    value = columns[word, row] >> shift
+    if (lo & 63) + width > 64:
+        value |= columns[word + 1, row] << (np.uint64(64) - shift)
+    bits: np.uint64 = value & ((_ONE << np.uint64(width)) - _ONE)
+    return bits
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _earlier_block_qualifies(
+    columns: np.ndarray, a: int, b: int, earlier: np.ndarray
+) -> bool:  # pragma: no cover - compiled
+    """Whether codes ``a`` and ``b`` differ in at most ``t`` bits of a block ``(lo, width, t)``."""
+    for e in range(earlier.shape[0]):
+        lo, width, threshold = earlier[e, 0], earlier[e, 1], earlier[e, 2]
+        diff = _column_bits(columns, a, lo, width) ^ _column_bits(columns, b, lo, width)
+        if int(_popcount(diff)) <= threshold:
+            return True
+    return False
+
+
+@njit(cache=True, nogil=True)
+def bucket_pairs(
+    present: np.ndarray,
+    bounds: np.ndarray,
+    starts: np.ndarray,
+    clear: np.ndarray,
+    clear_starts: np.ndarray,
+    mask: np.ndarray,
+    lo: int,
+    hi: int,
+) -> np.ndarray:  # pragma: no cover - compiled
+    """Nonempty bucket pairs ``(key, key ^ mask)`` with ``key ^ mask > key``, ``lo <= key < hi``.
+
+    ``present`` are the nonempty keys in increasing order and ``bounds[i] : bounds[i + 1]`` the
+    sorted positions of key ``present[i]``; ``clear[clear_starts[h] : clear_starts[h + 1]]``
+    lists the indices ``i`` of the keys whose bit ``h`` is clear, so for ``mask``'s top bit ``h``
+    exactly those keys probe a larger key. A zero mask pairs each bucket with itself.
+
+    Returns
+    -------
+    tiles : ndarray, shape (t, 4), dtype int64
+        ``(p_first, p_last, q_first, q_last)`` position ranges of the two buckets, the smaller
+        first (for a zero mask, the bucket twice).
+    """
+    if mask == 0:
+        first_index = np.searchsorted(present, np.uint64(lo))
+        last_index = np.searchsorted(present, np.uint64(hi))
+        tiles = np.empty((last_index - first_index, 4), dtype=np.int64)
+        for t in range(last_index - first_index):
+            i = first_index + t
+            tiles[t, 0] = bounds[i]
+            tiles[t, 1] = bounds[i + 1]
+            tiles[t, 2] = bounds[i]
+            tiles[t, 3] = bounds[i + 1]
+        return tiles
+    top = 63
+    while (mask >> np.uint64(top)) == 0:
+        top -= 1
+    candidates = clear[clear_starts[top] : clear_starts[top + 1]]
+    keys = present[candidates]
+    a = np.searchsorted(keys, np.uint64(lo))
+    b = np.searchsorted(keys, np.uint64(hi))
+    tiles = np.empty((b - a, 4), dtype=np.int64)
+    count = 0
+    for j in range(a, b):
+        i = candidates[j]
+        other = present[i] ^ mask
+        p_first, p_last = bounds[i], bounds[i + 1]
+        q_first, q_last = starts[other], starts[other + 1]
+        # The smaller bucket drives the outer loop: fewer, longer inner scans.
+        if q_last - q_first < p_last - p_first:
+            p_first, p_last, q_first, q_last = q_first, q_last, p_first, p_last
+        tiles[count, 0] = p_first
+        tiles[count, 1] = p_last
+        tiles[count, 2] = q_first
+        tiles[count, 3] = q_last
+        count += p_last > p_first  # the smaller bucket is nonempty: both are
+    return tiles[:count]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _row_distances(
+    columns: np.ndarray, p: int, q_first: int, q_last: int, distance: np.ndarray
+) -> None:  # pragma: no cover - compiled
+    """``distance[k]`` = Hamming distance of codes ``p`` and ``q_first + k``, ``q < q_last``."""
+    size = q_last - q_first
+    if size < _SHORT:
+        # Short runs: one pass, no setup (most buckets hold a code or two).
+        for q in range(q_first, q_last):
+            d = np.uint64(0)
+            for w in range(columns.shape[0]):
+                d += _popcount(columns[w, p] ^ columns[w, q])
+            distance[q - q_first] = d
+        return
+    # Long runs: word by word over contiguous columns, which the compiler vectorizes.
+    row = columns[0, q_first:q_last]
+    x = columns[0, p]
+    for k in range(size):
+        distance[k] = _popcount(x ^ row[k])
+    for w in range(1, columns.shape[0]):
+        row = columns[w, q_first:q_last]
+        x = columns[w, p]
+        for k in range(size):
+            distance[k] += _popcount(x ^ row[k])
+
+
+@njit(cache=True, nogil=True)
+def _distance_buffer(bounds: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
+    """Scratch for `_row_distances`: as long as the largest bucket."""
+    longest = _SHORT
+    for i in range(bounds.size - 1):
+        longest = max(longest, bounds[i + 1] - bounds[i])
+    return np.empty(longest, dtype=np.uint64)
+
+
+@njit(cache=True, nogil=True)
+def join_block(
+    columns: np.ndarray,
+    ids: np.ndarray,
+    present: np.ndarray,
+    bounds: np.ndarray,
+    starts: np.ndarray,
+    clear: np.ndarray,
+    clear_starts: np.ndarray,
+    masks: np.ndarray,
+    radius: int,
+    earlier: np.ndarray,
+    lo: int,
+    hi: int,
+) -> np.ndarray:  # pragma: no cover - compiled
+    """Pairs found from the buckets with keys ``lo .. hi - 1`` of one block.
+
+    ``columns`` (codes word-major: ``columns[w, position]``) and ``ids`` are in bucket order, and
+    ``masks`` are the key differences to probe (zero, then every mask of 1 to ``threshold``
+    bits). Each bucket is compared with itself (each pair once) and with every bucket
+    ``key ^ mask > key`` (`bucket_pairs`), so every pair is examined at most once per block;
+    probes run mask by mask over increasing keys, so the table and the codes are read nearly in
+    order. A pair is kept when its distance is at most ``radius`` and no block of ``earlier``
+    (rows ``(lo, width, threshold)``) qualifies.
+
+    Returns
+    -------
+    pairs : ndarray, shape (m, 2), dtype int64
+        Pairs of ``ids``, the smaller first, in scan order.
+    """
+    out: np.ndarray = np.empty((1024, 2), dtype=np.int64)
+    count = 0
+    distance = _distance_buffer(bounds)
+    for probe in range(masks.size):
+        tiles = bucket_pairs(present, bounds, starts, clear, clear_starts, masks[probe], lo, hi)
+        same = masks[probe] == 0
+        for t in range(tiles.shape[0]):
+            q_last = tiles[t, 3]
+            for p in range(tiles[t, 0], tiles[t, 1]):
+                q_first = p + 1 if same else tiles[t, 2]
+                _row_distances(columns, p, q_first, q_last, distance)
+                for k in range(q_last - q_first):
+                    if distance[k] > radius:
+                        continue
+                    q = q_first + k
+                    if earlier.shape[0] and _earlier_block_qualifies(columns, p, q, earlier):
+                        continue
+                    if count == out.shape[0]:
+                        grown = np.empty((2 * count, 2), dtype=np.int64)
+                        grown[:count] = out
+                        out = grown
+                    a, b = ids[p], ids[q]
+                    out[count, 0] = min(a, b)
+                    out[count, 1] = max(a, b)
+                    count += 1
+    found: np.ndarray = out[:count].copy()
+    return found
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _root(parent: np.ndarray, node: int) -> int:  # pragma: no cover - compiled
+    """Root of ``node``'s tree, halving the path on the way."""
+    while parent[node] != node:
+        parent[node] = parent[parent[node]]
+        node = parent[node]
+    return node
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _link(parent: np.ndarray, a: int, b: int) -> int:  # pragma: no cover - compiled
+    """Join the trees of roots ``a`` and ``b`` under the smaller root, and return it."""
+    if a < b:
+        parent[b] = a
+        return a
+    parent[a] = b
+    return b
+
+
+@njit(cache=True, nogil=True)
+def link_block(
+    columns: np.ndarray,
+    ids: np.ndarray,
+    present: np.ndarray,
+    bounds: np.ndarray,
+    starts: np.ndarray,
+    clear: np.ndarray,
+    clear_starts: np.ndarray,
+    masks: np.ndarray,
+    radius: int,
+    parent: np.ndarray,
+    ranges: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """Link into the forest ``parent`` the pairs of ``join_block``'s probes within the radius.
+
+    ``ranges`` rows are key ranges ``(lo, hi)``. Each position caches a root of its code's tree
+    (trees only ever merge, so a cached root equal to another code's root proves both are
+    linked). Once a query finds its whole probed bucket in its own tree, later queries of the
+    bucket cached in that tree skip it without a comparison, so a cluster whose codes share
+    buckets costs about one scan per bucket pair instead of one per pair of codes.
+    """
+    cached = np.empty(ids.size, dtype=np.int64)
+    for position in range(ids.size):
+        cached[position] = _root(parent, ids[position])
+    distance = _distance_buffer(bounds)
+    for r in range(ranges.shape[0]):
+        for probe in range(masks.size):
+            tiles = bucket_pairs(
+                present,
+                bounds,
+                starts,
+                clear,
+                clear_starts,
+                masks[probe],
+                ranges[r, 0],
+                ranges[r, 1],
+            )
+            same = masks[probe] == 0
+            for t in range(tiles.shape[0]):
+                q_last = tiles[t, 3]
+                whole = -1  # a tree known to hold every code of the probed range
+                for p in range(tiles[t, 0], tiles[t, 1]):
+                    if cached[p] == whole:
+                        continue
+                    q_first = p + 1 if same else tiles[t, 2]
+                    _row_distances(columns, p, q_first, q_last, distance)
+                    root = _root(parent, ids[p])
+                    inside = True
+                    for k in range(q_last - q_first):
+                        q = q_first + k
+                        if distance[k] > radius:
+                            inside = inside and cached[q] == root
+                            continue
+                        if cached[q] != root:
+                            other_root = _root(parent, ids[q])
+                            if other_root != root:
+                                root = _link(parent, root, other_root)
+                            cached[q] = root
+                    cached[p] = root
+                    if inside:
+                        whole = root
+
+
+@njit(cache=True, nogil=True)
+def merge_forest(parent: np.ndarray, other: np.ndarray) -> None:  # pragma: no cover - compiled
+    """Link into ``parent`` every edge ``(node, other[node])`` of a second forest."""
+    for node in range(other.size):
+        a, b = _root(parent, node), _root(parent, other[node])
+        if a != b:
+            _link(parent, a, b)
+
+
+@njit(cache=True, nogil=True)
+def flatten_forest(parent: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
+    """Root of every node (each root is its tree's smallest node)."""
+    roots = np.empty(parent.size, dtype=np.int64)
+    for node in range(parent.size):
+        roots[node] = _root(parent, node)
+    return roots
+
+
+@njit(cache=True, nogil=True)
+def brute_pairs(
+    columns: np.ndarray, radius: int, lo: int, hi: int
+) -> np.ndarray:  # pragma: no cover - compiled
+    """Every pair ``(i, j)``, ``lo <= i < hi``, ``i < j``, within ``radius``, sorted.
+
+    ``columns`` holds the codes word-major (``columns[w, i]``).
+    """
+    n = columns.shape[1]
+    out: np.ndarray = np.empty((1024, 2), dtype=np.int64)
+    count = 0
+    distance = np.empty(max(n, _SHORT), dtype=np.uint64)
+    for i in range(lo, hi):
+        _row_distances(columns, i, i + 1, n, distance)
+        for k in range(n - i - 1):
+            if distance[k] > radius:
+                continue
+            if count == out.shape[0]:
+                grown = np.empty((2 * count, 2), dtype=np.int64)
+                grown[:count] = out
+                out = grown
+            out[count, 0] = i
+            out[count, 1] = i + 1 + k
+            count += 1
+    found: np.ndarray = out[:count].copy()
+    return found
+
+
+@njit(cache=True, nogil=True)
+def brute_link(
+    columns: np.ndarray, radius: int, parent: np.ndarray, lo: int, hi: int
+) -> None:  # pragma: no cover - compiled
+    """Link every pair of ``brute_pairs`` into the forest ``parent``."""
+    n = columns.shape[1]
+    distance = np.empty(max(n, _SHORT), dtype=np.uint64)
+    for i in range(lo, hi):
+        _row_distances(columns, i, i + 1, n, distance)
+        root = _root(parent, i)
+        for k in range(n - i - 1):
+            if distance[k] <= radius:
+                other_root = _root(parent, i + 1 + k)
+                if other_root != root:
+                    root = _link(parent, root, other_root)

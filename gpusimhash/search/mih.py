@@ -1,0 +1,425 @@
+"""Multi-index hashing (MIH) join over distinct codes, and the planner that configures it.
+
+The bits are cut into ``m`` blocks of consecutive bits, and block ``i`` gets a threshold
+``t_i >= -1`` with ``sum(t_i) = r - m + 1``. Two codes within ``r`` bits then differ in at most
+``t_i`` bits of some block (generalized pigeonhole: were every block at least ``t_i + 1`` bits
+apart, the codes would be at least ``r + 1`` apart), so probing each block's buckets within its
+threshold finds every pair; a block with ``t_i = -1`` is not probed at all, and ``m = r + 1``
+blocks with ``t_i = 0`` is plain pigeonhole blocking. Each probed block counting-sorts the
+codes by key, so a bucket is a contiguous run of codes and a probe compares two runs; a pair
+is examined at most once per block (inside a bucket from its first code, across buckets from
+the smaller key) and kept only from the first probed block that qualifies, so every pair is
+emitted exactly once, with no deduplication pass.
+
+The planner measures the data instead of assuming uniform codes: real SimHash codes have
+biased, correlated bits, so some buckets hold hundreds of codes and others none. It samples
+random pairs of distinct codes, counts how many differ in ``0, 1, 2, ...`` bits of each
+candidate block, and prices every block and threshold (building the table, probing it, and
+comparing the candidates those counts predict); a dynamic program spends the ``r + 1``
+threshold units where they cost least, for each block count, and a tiled brute force wins
+where it is cheaper (few codes, or codes crowded into a few buckets).
+
+In components mode (`join_roots`) pairs are not emitted but linked in a union-find forest, and
+a code already linked to a whole probed bucket skips it, so a dense cluster costs about one
+scan per bucket pair instead of one comparison per pair of codes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import partial
+from typing import TypeVar
+
+import numpy as np
+
+from gpusimhash._cpu import _mih_loops as _loops
+from gpusimhash.search._join import keys_to_pairs, threads
+
+__all__ = ["Plan", "join_pairs", "join_roots", "plan"]
+
+# Cost model, seconds per unit on one core of a 2-core x86 machine (only ratios matter).
+_BRUTE_COST = 0.25e-9  # per pair in the brute force, per 64-bit word plus one
+_CANDIDATE_COST = 0.25e-9  # per candidate compared, per 64-bit word plus one
+_PROBE_COST = 7e-9  # per bucket probed
+_BUILD_COST = 60e-9  # per code per probed block: key, counting sort, gathers
+_TABLE_COST = 1e-9  # per bucket of a block's table
+_BRUTE_ALWAYS = 1 << 16  # pairs below which brute force runs without measuring the data
+_MAX_WIDTH = 22  # widest probed block: its table has 2**22 + 1 bucket starts
+_MAX_MASKS = 1 << 16  # most key differences probed per code and block
+_SAMPLE_PAIRS = 1 << 17  # random pairs measured by the planner
+_CHUNKS_PER_THREAD = 8  # work ranges per thread (load balance across skewed buckets)
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How a join runs: tiled brute force, or MIH over probed blocks.
+
+    Attributes
+    ----------
+    method : {"brute", "mih"}
+        The chosen path.
+    blocks : tuple of (int, int, int)
+        For MIH, the probed blocks in probing order, each ``(lo, width, threshold)``: bits
+        ``lo .. lo + width - 1``, probed within ``threshold`` bits; empty for brute force.
+    seconds : float
+        The planner's estimate of the join's time.
+
+    Examples
+    --------
+    >>> Plan("mih", ((0, 16, 1), (16, 16, 1)), 0.5).blocks[1]
+    (16, 16, 1)
+    """
+
+    method: str
+    blocks: tuple[tuple[int, int, int], ...]
+    seconds: float
+
+
+def plan(words: np.ndarray, bits: int, radius: int, *, workers: int = 1) -> Plan:
+    """Choose brute force, or MIH blocks and thresholds, for a join of distinct codes.
+
+    Parameters
+    ----------
+    words : ndarray, shape (n, w), dtype uint64
+        Distinct codes as words (`gpusimhash.codes.code_words`).
+    bits : int
+        Code length; bits from ``bits`` on are padding and never probed.
+    radius : int
+        Hamming radius, ``radius >= 0``.
+    workers : int
+        Threads the join will use.
+
+    Returns
+    -------
+    Plan
+        The plan with the least estimated time. Whatever it is, the join is exact.
+
+    Examples
+    --------
+    A handful of codes is compared directly; a million-code join probes blocks:
+
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> plan(rng.integers(0, 2**63, (100, 1), dtype=np.uint64), 64, 3).method
+    'brute'
+    >>> chosen = plan(rng.integers(0, 2**63, (100_000, 1), dtype=np.uint64), 64, 3)
+    >>> chosen.method, sum(t + 1 for _, _, t in chosen.blocks)
+    ('mih', 4)
+    """
+    n = words.shape[0]
+    pairs = n * (n - 1) / 2
+    brute = Plan("brute", (), pairs * (words.shape[1] + 1) * _BRUTE_COST / workers)
+    if pairs < _BRUTE_ALWAYS or radius >= bits:
+        return brute
+    xor = _sample_xor(words)
+    best = brute
+    log_n = math.ceil(math.log2(n))
+    min_width = max(4, log_n - 8)
+    max_width = min(_MAX_WIDTH, max(log_n + 3, min_width))
+    for m in range(-(-bits // max_width), bits // min_width + 1):
+        candidate = _plan_blocks(xor, n, bits, radius, m, workers)
+        if candidate is not None and candidate.seconds < best.seconds:
+            best = candidate
+    return best
+
+
+def _sample_xor(words: np.ndarray) -> np.ndarray:
+    """XOR of random pairs of distinct rows (a fixed seed: plans are deterministic)."""
+    n = words.shape[0]
+    rng = np.random.default_rng(0)
+    first = rng.integers(0, n, _SAMPLE_PAIRS)
+    second = (first + rng.integers(1, n, _SAMPLE_PAIRS)) % n
+    xor: np.ndarray = words[first] ^ words[second]
+    return xor
+
+
+def _plan_blocks(
+    xor: np.ndarray, n: int, bits: int, radius: int, m: int, workers: int
+) -> Plan | None:
+    """Cheapest thresholds for ``m`` near-equal blocks, or None when none is feasible.
+
+    Block ``i`` with threshold ``t`` costs its table, its probes and the candidates the sampled
+    pairs predict; a dynamic program over the blocks spends the ``radius + 1`` threshold units
+    (``sum(t_i + 1) = radius + 1``) where they cost least.
+    """
+    widths = [bits // m + (i < bits % m) for i in range(m)]
+    los = np.cumsum([0, *widths[:-1]]).tolist()
+    budget = radius + 1
+    pairs = n * (n - 1) / 2
+    compare = (xor.shape[1] + 1) * _CANDIDATE_COST
+    # cost[i, u]: block i probed within u - 1 bits (u = 0: not probed).
+    cost = np.full((m, budget + 1), np.inf)
+    cost[:, 0] = 0.0
+    for i, (lo, width) in enumerate(zip(los, widths, strict=True)):
+        if width > _MAX_WIDTH:
+            continue  # too wide for a table: never probed
+        t_max = min(budget - 1, width)
+        while t_max > 0 and _ball(width, t_max) > _MAX_MASKS:
+            t_max -= 1
+        near = np.cumsum(_loops.block_distance_counts(xor, lo, width, t_max)) / xor.shape[0]
+        table = n * _BUILD_COST + (1 << width) * _TABLE_COST
+        for t in range(t_max + 1):
+            probes = n * (_ball(width, t) + 1) / 2
+            cost[i, t + 1] = table + (probes * _PROBE_COST + pairs * near[t] * compare) / workers
+    # best[i, u]: least cost of blocks i.. spending u units; units[i, u]: block i's share.
+    best = np.full((m + 1, budget + 1), np.inf)
+    best[m, 0] = 0.0
+    units = np.zeros((m, budget + 1), dtype=np.int64)
+    for i in range(m - 1, -1, -1):
+        for u in range(budget + 1):
+            totals = cost[i, : u + 1] + best[i + 1, u::-1]
+            units[i, u] = int(np.argmin(totals))
+            best[i, u] = totals[units[i, u]]
+    if not np.isfinite(best[0, budget]):
+        return None
+    blocks, u = [], budget
+    for i in range(m):
+        if units[i, u]:
+            blocks.append((los[i], widths[i], int(units[i, u]) - 1))
+        u -= int(units[i, u])
+    # Cheapest blocks first: in components mode they link most codes before the costly ones.
+    blocks.sort(key=lambda block: block[2])
+    return Plan("mih", tuple(blocks), float(best[0, budget]))
+
+
+def _ball(width: int, threshold: int) -> int:
+    """Return the number of keys within ``threshold`` bits of a ``width``-bit key."""
+    return sum(math.comb(width, d) for d in range(threshold + 1))
+
+
+def _masks(width: int, threshold: int) -> np.ndarray:
+    """Every key difference of at most ``threshold`` bits (zero first), increasing, as uint64."""
+    masks = {0}
+    for _ in range(threshold):
+        masks |= {m | (1 << b) for m in masks for b in range(width)}
+    return np.array(sorted(masks), dtype=np.uint64)
+
+
+@dataclass(frozen=True)
+class _Block:
+    """One block's table (see `_mih_loops.bucket_pairs`) and the key differences to probe."""
+
+    columns: np.ndarray
+    ids: np.ndarray
+    present: np.ndarray
+    bounds: np.ndarray
+    starts: np.ndarray
+    clear: np.ndarray
+    clear_starts: np.ndarray
+    masks: np.ndarray
+
+    def ranges(self, parts: int) -> np.ndarray:
+        """Key ranges ``(lo, hi)`` covering every key, with near-equal numbers of codes."""
+        ends = self.bounds[1:]
+        cut = np.searchsorted(ends, np.linspace(0, self.ids.size, parts + 1)[1:-1])
+        inner = self.present[np.minimum(cut, self.present.size - 1)].astype(np.int64)
+        edges = np.unique(np.concatenate([[0], inner, [self.starts.size - 1]]))
+        return np.stack([edges[:-1], edges[1:]], axis=1)
+
+    def join(self, radius: int, earlier: np.ndarray, lo: int, hi: int) -> np.ndarray:
+        """Pairs from the buckets with keys ``lo .. hi - 1`` (`_mih_loops.join_block`)."""
+        pairs: np.ndarray = _loops.join_block(
+            self.columns,
+            self.ids,
+            self.present,
+            self.bounds,
+            self.starts,
+            self.clear,
+            self.clear_starts,
+            self.masks,
+            radius,
+            earlier,
+            lo,
+            hi,
+        )
+        return pairs
+
+    def link(self, radius: int, parent: np.ndarray, ranges: np.ndarray) -> None:
+        """Link the pairs of the key ranges into a forest (`_mih_loops.link_block`)."""
+        _loops.link_block(
+            self.columns,
+            self.ids,
+            self.present,
+            self.bounds,
+            self.starts,
+            self.clear,
+            self.clear_starts,
+            self.masks,
+            radius,
+            parent,
+            np.ascontiguousarray(ranges),
+        )
+
+
+def _build(words: np.ndarray, lo: int, width: int, threshold: int) -> _Block:
+    """Sort the codes into buckets by their key over one block."""
+    keys = _loops.block_keys(words, lo, width)
+    starts, order = _loops.bucket_order(keys, width)
+    present = np.flatnonzero(starts[1:] != starts[:-1]).astype(np.uint64)
+    bounds = np.append(starts[present.astype(np.int64)], words.shape[0])
+    # For each bit h, the nonempty keys with bit h clear: exactly those keys reach a larger key
+    # with a mask whose highest bit is h.
+    clear_lists = [
+        np.flatnonzero((present >> np.uint64(h)) & np.uint64(1) == 0)
+        for h in range(width if threshold > 0 else 0)
+    ]
+    clear_starts = np.cumsum([0, *(c.size for c in clear_lists)]).astype(np.int64)
+    clear = np.concatenate(clear_lists) if clear_lists else np.zeros(0, dtype=np.int64)
+    columns = np.ascontiguousarray(words.T)[:, order]
+    masks = _masks(width, threshold)
+    return _Block(columns, order, present, bounds, starts, clear, clear_starts, masks)
+
+
+def _triangle_ranges(n: int, parts: int) -> np.ndarray:
+    """Row ranges ``(lo, hi)`` of an all-pairs scan with near-equal numbers of pairs each."""
+    later = np.arange(n - 1, -1, -1, dtype=np.float64).cumsum()  # pairs of rows 0 .. i
+    targets = later[-1] * np.arange(1, parts) / parts if n else np.zeros(0)
+    edges = np.unique(np.concatenate([[0], np.searchsorted(later, targets) + 1, [n]]))
+    edges = edges[edges <= n]
+    return np.stack([edges[:-1], edges[1:]], axis=1)
+
+
+def _run(tasks: Sequence[Callable[[], _T]], workers: int) -> list[_T]:
+    """Run the tasks on ``workers`` threads (the compiled loops release the GIL)."""
+    if workers == 1:
+        return [task() for task in tasks]
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(_call, tasks))
+
+
+def _call(task: Callable[[], _T]) -> _T:
+    return task()
+
+
+def join_pairs(
+    words: np.ndarray, bits: int, radius: int, *, chosen: Plan | None = None
+) -> np.ndarray:
+    """Find every pair of distinct codes within a Hamming radius, exactly, each once.
+
+    Parameters
+    ----------
+    words : ndarray, shape (n, w), dtype uint64
+        Distinct codes as words (`gpusimhash.codes.code_words`).
+    bits : int
+        Code length.
+    radius : int
+        Hamming radius.
+    chosen : Plan, optional
+        A plan to follow instead of the planner's; any valid plan gives the same pairs.
+
+    Returns
+    -------
+    pairs : ndarray, shape (p, 2), dtype int64
+        Pairs ``(a, b)``, ``a < b``, with ``hamming(words[a], words[b]) <= radius``, sorted.
+
+    Raises
+    ------
+    ValueError
+        A `chosen` MIH plan whose thresholds do not cover the radius
+        (``sum(t + 1) < radius + 1``), which could miss pairs.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> words = np.array([[0b0000], [0b0111], [0b0001]], dtype=np.uint64)
+    >>> join_pairs(words, 8, 1).tolist()
+    [[0, 2]]
+    >>> join_pairs(words, 8, 2, chosen=Plan("mih", ((0, 4, 2),), 0.0)).tolist()
+    [[0, 2], [1, 2]]
+    """
+    n = words.shape[0]
+    workers = threads()
+    chosen = _checked(chosen, radius) or plan(words, bits, radius, workers=workers)
+    parts: list[np.ndarray] = []
+    if chosen.method == "brute":
+        columns = np.ascontiguousarray(words.T)
+        ranges = _triangle_ranges(n, workers * _CHUNKS_PER_THREAD).tolist()
+        parts = _run(
+            [partial(_loops.brute_pairs, columns, radius, lo, hi) for lo, hi in ranges], workers
+        )
+    else:
+        for i, (lo, width, threshold) in enumerate(chosen.blocks):
+            block = _build(words, lo, width, threshold)
+            earlier = np.array(chosen.blocks[:i], dtype=np.int64).reshape(i, 3)
+            ranges = block.ranges(workers * _CHUNKS_PER_THREAD).tolist()
+            tasks = [partial(block.join, radius, earlier, a, b) for a, b in ranges]
+            parts.extend(_run(tasks, workers))
+    found = np.concatenate([np.zeros((0, 2), dtype=np.int64), *parts])
+    return keys_to_pairs(np.sort(found[:, 0] * n + found[:, 1]), n)
+
+
+def _checked(chosen: Plan | None, radius: int) -> Plan | None:
+    """Refuse a given MIH plan whose thresholds do not cover the radius."""
+    if chosen is not None and chosen.method == "mih":
+        covered = sum(threshold + 1 for _, _, threshold in chosen.blocks)
+        if covered < radius + 1:
+            raise ValueError(
+                f"plan thresholds cover sum(t + 1) = {covered}, radius {radius} needs {radius + 1}"
+            )
+    return chosen
+
+
+def join_roots(
+    words: np.ndarray, bits: int, radius: int, *, chosen: Plan | None = None
+) -> np.ndarray:
+    """Find the connected components of distinct codes linked within a Hamming radius.
+
+    Two codes share a component when a chain of codes, each within ``radius`` of the next,
+    joins them: the components of the pairs `join_pairs` returns, without emitting the pairs.
+
+    Parameters
+    ----------
+    words, bits, radius, chosen
+        As in `join_pairs`.
+
+    Returns
+    -------
+    roots : ndarray, shape (n,), dtype int64
+        The smallest index in each code's component.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> words = np.array([[0b0000], [0b0111], [0b0011], [0b1111_0000]], dtype=np.uint64)
+    >>> join_roots(words, 8, 1).tolist()
+    [0, 1, 1, 3]
+    """
+    n = words.shape[0]
+    workers = threads()
+    chosen = _checked(chosen, radius) or plan(words, bits, radius, workers=workers)
+    # One forest per thread, so no locks: each thread skips the pairs its own forest already
+    # links, and merging the forests gives the components of all their links together.
+    forests = [np.arange(n, dtype=np.int64) for _ in range(workers)]
+    if chosen.method == "brute":
+        columns = np.ascontiguousarray(words.T)
+        ranges = _triangle_ranges(n, workers * _CHUNKS_PER_THREAD)
+        _run(
+            [
+                partial(_brute_links, columns, radius, forests[k], ranges[k::workers])
+                for k in range(workers)
+            ],
+            workers,
+        )
+    else:
+        for lo, width, threshold in chosen.blocks:
+            block = _build(words, lo, width, threshold)
+            ranges = block.ranges(workers * _CHUNKS_PER_THREAD)
+            tasks = [
+                partial(block.link, radius, forests[k], ranges[k::workers]) for k in range(workers)
+            ]
+            _run(tasks, workers)
+    parent = forests[0]
+    for other in forests[1:]:
+        _loops.merge_forest(parent, other)
+    roots: np.ndarray = _loops.flatten_forest(parent)
+    return roots
+
+
+def _brute_links(columns: np.ndarray, radius: int, parent: np.ndarray, ranges: np.ndarray) -> None:
+    """Run `_mih_loops.brute_link` over several row ranges."""
+    for lo, hi in ranges.tolist():
+        _loops.brute_link(columns, radius, parent, lo, hi)
