@@ -116,5 +116,5 @@ def array_module(*arrays: Any) -> ModuleType:
     if len(on_device) > 1:
         raise TypeError("arrays must all be NumPy or all be CuPy, got a mix of both")
     if on_device == {True}:
-        return cupy_module()
+        return require_gpu()
     return np

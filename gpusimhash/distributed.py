@@ -73,9 +73,9 @@ def fingerprint_collection(
             f"expected a Dask bag or Series, got {type(collection).__name__}; "
             "use fingerprint() for in-memory documents"
         )
-    compute = dask.delayed(_partition_codes, pure=True)
+    compute = dask.delayed(_partition_codes, pure=True)  # type: ignore[attr-defined]
     chunks = [
-        da.from_delayed(
+        da.from_delayed(  # type: ignore[no-untyped-call]
             compute(partition, bits, seed, featurizer, device),
             shape=(np.nan, bits // 8),
             dtype=np.uint8,
@@ -84,4 +84,4 @@ def fingerprint_collection(
     ]
     if not chunks:
         return da.zeros((0, bits // 8), dtype=np.uint8)
-    return da.concatenate(chunks, axis=0, allow_unknown_chunksizes=True)
+    return da.concatenate(chunks, axis=0, allow_unknown_chunksizes=True)  # type: ignore[no-untyped-call]

@@ -149,6 +149,7 @@ def _batches(
             "vectors must be a sequence or iterable of documents, a scipy sparse matrix with "
             f"vocabulary=, got {type(vectors).__name__}"
         )
+    documents: Iterable[Any]
     if isinstance(vectors, Sequence):
         if not len(vectors):
             return

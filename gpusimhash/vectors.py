@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numbers
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -123,7 +123,9 @@ def _check_finite(
         )
 
 
-def sparse_batches(matrix: Any, vocabulary: Sequence[str], batch_size: int):
+def sparse_batches(
+    matrix: Any, vocabulary: Sequence[str], batch_size: int
+) -> Iterator[tuple[int, FeatureBatch]]:
     """Split a sparse document-by-feature matrix into FeatureBatches of ``batch_size`` rows.
 
     Parameters

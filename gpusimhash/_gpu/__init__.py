@@ -74,7 +74,8 @@ class _Uploader:
             event, _ = self.pending.pop(0)
             event.synchronize()
         self.stream.wait_event(cupy.cuda.get_current_stream().record())
-        pinned_buffers, device_arrays = [], []
+        pinned_buffers: list[np.ndarray] = []
+        device_arrays: list[Any] = []
         with self.stream:
             for array in arrays:
                 if array is None:
@@ -101,7 +102,9 @@ def _pipelined(
     cupy = _backend.require_gpu()
     uploader = _Uploader()
     compute_stream = cupy.cuda.get_current_stream()
-    upcoming = uploader.upload(prepare(*ranges[0])) if ranges else None
+    if not ranges:
+        return codes
+    upcoming = uploader.upload(prepare(*ranges[0]))
     for index, (start, stop) in enumerate(ranges):
         arrays, event = upcoming
         if index + 1 < len(ranges):
@@ -192,7 +195,8 @@ def fingerprint_text(
         return list(encode_texts(texts[start:stop], first_index + start))
 
     def compute(arrays: list[Any]) -> Any:
-        states, offsets, weights = engine.text_batch(*arrays, featurizer)
+        code_points, doc_starts = arrays
+        states, offsets, weights = engine.text_batch(code_points, doc_starts, featurizer)
         plan = engine.plan_tasks(offsets)
         return engine.accumulate(states, offsets, weights, plan, bits=bits, seed=seed)
 

@@ -235,22 +235,22 @@ def run_query(args: argparse.Namespace) -> int:
     texts = _query_texts(args)
     threshold = args.max_distance is not None or args.min_cosine is not None
     if threshold:
-        found = index.range_search(
+        within = index.range_search(
             texts, max_distance=args.max_distance, min_cosine=args.min_cosine
         )
         groups = [
-            (found.ids[a:b], found.distances[a:b], found.cosines[a:b])
-            for a, b in zip(found.lims[:-1], found.lims[1:], strict=True)
+            (within.ids[a:b], within.distances[a:b], within.cosines[a:b])
+            for a, b in zip(within.lims[:-1], within.lims[1:], strict=True)
         ]
     else:
-        found = index.search(texts, k=args.k)
+        nearest = index.search(texts, k=args.k)
         groups = [
             (ids[ids >= 0], distances[ids >= 0], cosines[ids >= 0])
             for ids, distances, cosines in zip(
-                found.ids, found.distances, found.cosines, strict=True
+                nearest.ids, nearest.distances, nearest.cosines, strict=True
             )
         ]
-    results = [
+    results: list[dict[str, Any]] = [
         {
             "query": text,
             "results": [

@@ -22,6 +22,7 @@ import random
 import re
 import sys
 from collections import Counter
+from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -149,7 +150,7 @@ class _Novelty:
         self.rows = np.vstack([self.rows, vector])
 
 
-def _english_documents(n_docs: int, rng: random.Random):
+def _english_documents(n_docs: int, rng: random.Random) -> Iterator[tuple[str, int, str]]:
     """Yield ``(text, group, kind)`` with group as a position in this list.
 
     A new original is redrawn until its word-count cosine with every earlier original is below

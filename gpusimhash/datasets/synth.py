@@ -173,7 +173,9 @@ def _hash(seed: int, stream: int, docs: np.ndarray, positions: np.ndarray | int 
         return _mix(x + np.asarray(positions, dtype=np.uint64) * _GOLDEN)
 
 
-def _uniform(seed: int, stream: int, docs: np.ndarray, positions: np.ndarray | int = 0):
+def _uniform(
+    seed: int, stream: int, docs: np.ndarray, positions: np.ndarray | int = 0
+) -> np.ndarray:
     """Return floats uniform in ``[0, 1)``, one per ``(doc, position)``."""
     return (_hash(seed, stream, docs, positions) >> np.uint64(11)).astype(np.float64) * 2.0**-53
 

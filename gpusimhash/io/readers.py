@@ -45,6 +45,10 @@ _SUFFIXES = {
 PYARROW_HINT = "pip install 'gpusimhash[io]' (or pyarrow)"
 
 
+# one document as a reader yields it: its id, its text and the whole record
+Row = tuple[Any, str, dict[str, Any]]
+
+
 class InputError(ValueError):
     """A document file that cannot be read as asked; the message names file, line and field."""
 
@@ -67,7 +71,7 @@ class DocumentBatch:
     """
 
     rows: np.ndarray
-    ids: list
+    ids: list[Any]
     texts: list[str]
     records: list[dict[str, Any]] | None
 
@@ -194,9 +198,12 @@ def _open_binary(path: Path) -> IO[bytes]:
     return open(path, "rb")
 
 
-def _batched(rows, batch_size: int, keep_records: bool) -> Iterator[DocumentBatch]:
+def _batched(rows: Iterator[Row], batch_size: int, keep_records: bool) -> Iterator[DocumentBatch]:
     """Group ``(id, text, record)`` triples into batches, numbering rows from 0."""
-    first, ids, texts, records = 0, [], [], []
+    first = 0
+    ids: list[Any] = []
+    texts: list[str] = []
+    records: list[dict[str, Any]] = []
     for doc_id, text, record in rows:
         ids.append(doc_id)
         texts.append(text)
@@ -209,7 +216,9 @@ def _batched(rows, batch_size: int, keep_records: bool) -> Iterator[DocumentBatc
         yield _batch(first, ids, texts, records if keep_records else None)
 
 
-def _batch(first: int, ids: list, texts: list[str], records) -> DocumentBatch:
+def _batch(
+    first: int, ids: list[Any], texts: list[str], records: list[dict[str, Any]] | None
+) -> DocumentBatch:
     """Build a batch whose first document is row ``first``."""
     rows = np.arange(first, first + len(texts), dtype=np.int64)
     return DocumentBatch(rows, ids, texts, records)
@@ -265,7 +274,9 @@ def _read_lines(stream: IO[bytes], path: Path) -> Iterator[tuple[int, str]]:
         raise InputError(f"{_where(path, line + 1)}: cannot read ({error})") from None
 
 
-def _jsonl_rows(stream, path, format, text_field, id_field):
+def _jsonl_rows(
+    stream: IO[bytes], path: Path, format: str, text_field: str, id_field: str | None
+) -> Iterator[Row]:
     """Yield ``(id, text, record)`` from JSON lines."""
     row = 0
     for line, content in _read_lines(stream, path):
@@ -280,14 +291,14 @@ def _jsonl_rows(stream, path, format, text_field, id_field):
                 f"{_where(path, line)}: expected a JSON object, got {_describe(record)}"
             )
         text = _check_text(_field(record, text_field, path, line), path, line, text_field)
-        doc_id = row
+        doc_id: int | str = row
         if id_field is not None:
             doc_id = _check_id(_field(record, id_field, path, line), path, line, id_field)
         yield doc_id, text, record
         row += 1
 
 
-def _field(record: dict, field: str, path: Path, line: int) -> Any:
+def _field(record: dict[str, Any], field: str, path: Path, line: int) -> Any:
     """Return ``record[field]`` or raise naming the fields there are."""
     try:
         return record[field]
@@ -296,7 +307,9 @@ def _field(record: dict, field: str, path: Path, line: int) -> Any:
         raise InputError(f"{_where(path, line)}: no field {field!r} (fields: {fields})") from None
 
 
-def _csv_rows(stream, path, format, text_field, id_field):
+def _csv_rows(
+    stream: IO[bytes], path: Path, format: str, text_field: str, id_field: str | None
+) -> Iterator[Row]:
     """Yield ``(id, text, record)`` from a CSV or TSV file with a header row."""
     csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
     text = io.TextIOWrapper(stream, encoding="utf-8-sig", newline="")
@@ -333,13 +346,17 @@ def _csv_rows(stream, path, format, text_field, id_field):
         raise InputError(f"{_where(path, reader.line_num + 1)}: cannot read ({error})") from None
 
 
-def _text_rows(stream, path, format, text_field, id_field):
+def _text_rows(
+    stream: IO[bytes], path: Path, format: str, text_field: str, id_field: str | None
+) -> Iterator[Row]:
     """Yield ``(row, line, record)``: every line is a document."""
     for line, content in _read_lines(stream, path):
         yield line - 1, content, {"id": line - 1, "text": content}
 
 
-def _parquet_batches(path, text_field, id_field, batch_size, keep_records):
+def _parquet_batches(
+    path: Path, text_field: str, id_field: str | None, batch_size: int, keep_records: bool
+) -> Iterator[DocumentBatch]:
     """Yield batches from a Parquet file, column by column through pyarrow."""
     pq = require_pyarrow()
     import pyarrow as pa
@@ -368,7 +385,8 @@ def _parquet_batches(path, text_field, id_field, batch_size, keep_records):
             else:
                 for k, value in enumerate(ids):
                     if isinstance(value, bool) or not isinstance(value, int | str):
-                        _raise_row(path, first + k, id_field, value, "an integer or a string")
+                        field = str(id_field)
+                        _raise_row(path, first + k, field, value, "an integer or a string")
             records = record_batch.to_pylist() if keep_records else None
             yield _batch(first, ids, texts, records)
             first += len(texts)

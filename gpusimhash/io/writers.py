@@ -11,6 +11,7 @@ import gzip
 import json
 import os
 from pathlib import Path
+from types import TracebackType
 from typing import IO, Any
 
 from gpusimhash._choices import OUTPUT_FORMATS
@@ -83,13 +84,13 @@ class RecordWriter:
         if format not in OUTPUT_FORMATS:
             raise ValueError(f"output format must be jsonl or parquet, got {format!r}")
         self.format = format
-        self._pq = require_pyarrow() if format == "parquet" else None
+        self._pq: Any = require_pyarrow() if format == "parquet" else None
         handle, self._temp = temporary_beside(self.path)
         self._raw: IO[bytes] = os.fdopen(handle, "wb")
-        self._stream: IO[bytes] = self._raw
+        self._stream: IO[bytes] | gzip.GzipFile = self._raw
         if format == "jsonl" and self.path.name.lower().endswith(".gz"):
             self._stream = gzip.GzipFile(self.path.name, "wb", fileobj=self._raw, mtime=0)
-        self._parquet = None
+        self._parquet: Any = None  # a pyarrow ParquetWriter once the first batch is written
         self.count = 0
 
     def write(self, records: list[dict[str, Any]]) -> None:
@@ -154,7 +155,12 @@ class RecordWriter:
         """Return the writer."""
         return self
 
-    def __exit__(self, exc_type, exc, traceback) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
         """Close on success, abort on an exception."""
         if exc_type is None:
             self.close()

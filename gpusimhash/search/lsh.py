@@ -16,7 +16,9 @@ pair outside the radius is ever returned. Identical codes are collapsed first, a
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import numpy as np
 
@@ -45,7 +47,13 @@ _PARALLEL_MIN = 50_000  # distinct codes before tables run in parallel threads
 
 
 def approximate_near_duplicates(
-    codes, *, max_distance=None, min_cosine=None, recall=0.99, seed=0, max_tables=256
+    codes: np.ndarray,
+    *,
+    max_distance: int | None = None,
+    min_cosine: float | None = None,
+    recall: float = 0.99,
+    seed: int = 0,
+    max_tables: int = 256,
 ) -> np.ndarray:
     """Find pairs of codes within a Hamming radius, each with probability at least `recall`.
 
@@ -110,7 +118,13 @@ def approximate_near_duplicates(
 
 
 def approximate_near_duplicate_groups(
-    codes, *, max_distance=None, min_cosine=None, recall=0.99, seed=0, max_tables=256
+    codes: np.ndarray,
+    *,
+    max_distance: int | None = None,
+    min_cosine: float | None = None,
+    recall: float = 0.99,
+    seed: int = 0,
+    max_tables: int = 256,
 ) -> DuplicateGroups:
     """Approximate near-duplicates in collapsed form, without expanding identical codes.
 
@@ -156,7 +170,8 @@ def approximate_near_duplicate_groups(
     return DuplicateGroups(inverse=inverse, unique_pairs=unique_pairs, max_distance=radius)
 
 
-def _check_recall(recall) -> float:
+def _check_recall(recall: Any) -> float:
+    """Return ``recall`` as a float in ``(0, 1)``, or raise naming the problem."""
     if isinstance(recall, bool) or not isinstance(recall, int | float | np.integer | np.floating):
         raise TypeError(f"recall must be a number, got {type(recall).__name__}")
     if not 0.0 < float(recall) < 1.0:
@@ -164,7 +179,7 @@ def _check_recall(recall) -> float:
     return float(recall)
 
 
-def _collision(bits: int, distance, key_bits: int):
+def _collision(bits: int, distance: Any, key_bits: int) -> Any:
     """Probability ``C(bits - d, k) / C(bits, k)`` that codes ``d`` bits apart share a key."""
     d = np.asarray(distance)
     # prod_{i < k} (bits - d - i) / (bits - i), zero once bits - d < k.
@@ -173,7 +188,9 @@ def _collision(bits: int, distance, key_bits: int):
     return np.prod(factors, axis=-1)
 
 
-def _plan(codes, radius, recall, max_tables, rng) -> tuple[int, int] | None:
+def _plan(
+    codes: np.ndarray, radius: int, recall: float, max_tables: int, rng: np.random.Generator
+) -> tuple[int, int] | None:
     """Cheapest ``(key_bits, n_tables)`` meeting `recall` at `radius`, or None if none does."""
     n, bits = codes.shape[0], codes.shape[1] * 8
     sample = codes[np.sort(rng.choice(n, min(n, _SAMPLE), replace=False))]
@@ -196,15 +213,18 @@ def _plan(codes, radius, recall, max_tables, rng) -> tuple[int, int] | None:
     return best
 
 
-def _search(codes, words, tables, radius) -> np.ndarray:
+def _search(
+    codes: np.ndarray, words: np.ndarray, tables: list[np.ndarray], radius: int
+) -> np.ndarray:
     """Sorted unique keys ``a * n + b`` of the verified pairs that share a key in some table."""
     n = codes.shape[0]
 
-    def run(positions):
+    def run(positions: np.ndarray) -> np.ndarray:
         return _table(codes, words, positions, radius)
 
     found = np.empty(0, dtype=np.int64)
     pending: list[np.ndarray] = []
+    results: Iterator[np.ndarray]
     if n < _PARALLEL_MIN:
         results = map(run, tables)
         pool = None
@@ -224,7 +244,7 @@ def _search(codes, words, tables, radius) -> np.ndarray:
     return np.unique(np.concatenate([found, *pending]))
 
 
-def _table(codes, words, positions, radius) -> np.ndarray:
+def _table(codes: np.ndarray, words: np.ndarray, positions: np.ndarray, radius: int) -> np.ndarray:
     """Keys ``a * n + b`` of the pairs within `radius` that agree on the bits `positions`."""
     n = codes.shape[0]
     key = np.zeros(n, dtype=np.uint64)
