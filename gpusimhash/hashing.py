@@ -47,7 +47,7 @@ def fnv1a_continue(
     """Run FNV-1a over many strings at once, each from its own starting state.
 
     String ``k`` is ``units[starts[k] : starts[k] + lengths[k]]``; the loop over its units is
-    compiled (``_jit.fnv1a_spans``), so the cost is one multiply per code unit. ``units`` may
+    compiled (``_cpu._loops.fnv1a_spans``), so the cost is one multiply per code unit. ``units`` may
     also hold code points: one above U+FFFF is hashed as its UTF-16 surrogate pair.
 
     Parameters

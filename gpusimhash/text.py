@@ -2,7 +2,7 @@
 
 A batch of documents is joined into one array of code points: classification and lower-casing go
 through the shipped Unicode tables as whole-array NumPy lookups, token boundaries and FNV-1a
-feature states come from compiled loops (``_jit``), and n-gram windows are whole-array index
+feature states come from compiled loops (``_cpu._loops``), and n-gram windows are whole-array index
 arithmetic. No Python code runs per document or per token. DESIGN.md defines the rules;
 ``TextFeaturizer.features`` spells them out in plain Python for one document.
 """

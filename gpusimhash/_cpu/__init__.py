@@ -2,7 +2,7 @@
 
 Feature states get their seed suffix in one vectorized pass; then each document's entries draw
 their xorshift32 sign words and add their fixed-point weights to int64 slots in a compiled loop
-(``_jit.accumulate_codes``), documents in parallel. Integer arithmetic makes the result exact
+(``_loops.accumulate_codes``), documents in parallel. Integer arithmetic makes the result exact
 and independent of order and threading.
 """
 
