@@ -710,3 +710,35 @@ def groups(codes: Any, radius: int) -> tuple[np.ndarray, np.ndarray]:
     """
     inverse, unique_pairs = device_join().groups(device_codes(codes), radius)
     return _to_host(inverse), _to_host(unique_pairs)
+
+
+def knn(stored: Any, queries: Any, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Brute-force kNN on the GPU: host or device codes in, host results out.
+
+    Parameters
+    ----------
+    stored : ndarray or cupy.ndarray, shape (n, bits // 8), dtype uint8
+        Searched codes (keep a device copy to search it many times).
+    queries : ndarray or cupy.ndarray, shape (q, bits // 8), dtype uint8
+        Query codes of the same width.
+    k : int
+        Neighbours per query, ``>= 1``.
+
+    Returns
+    -------
+    distances : ndarray, shape (q, k), dtype int32
+    positions : ndarray, shape (q, k), dtype int64
+        FAISS ``IndexBinaryFlat.search``'s results (ties by position); ``-1`` past ``n``.
+
+    Raises
+    ------
+    ValueError
+        Queries of another width.
+    """
+    stored, queries = device_codes(stored, "stored codes"), device_codes(queries, "queries")
+    if stored.shape[1] != queries.shape[1]:
+        raise ValueError(
+            f"queries must have {stored.shape[1]} bytes per row, got {queries.shape[1]}"
+        )
+    distances, positions = device_join().knn(stored, queries, k)
+    return _to_host(distances), _to_host(positions)

@@ -20,6 +20,11 @@ asked tomorrow are fingerprinted the same way. Kinds:
 
 Tombstoned codes stay in the FAISS index and are filtered out of results (searches ask FAISS for
 ``k`` plus the number of tombstones); `SimHashIndex.compact` rebuilds without them.
+
+With ``device="gpu"``, kNN searches of the exact kinds (flat, multihash) run as a tiled brute
+force on the GPU (``gpusimhash._gpu.join``) over a device copy of the stored codes, made at the
+first search after a change, with FAISS flat's results: the same distances and ids, ties broken
+by insertion order. Everything else, and what is saved, stays on the host.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from typing import Any, NamedTuple
 import faiss
 import numpy as np
 
-from gpusimhash import _segments, _validate
+from gpusimhash import _backend, _segments, _validate
 from gpusimhash._choices import KINDS
 from gpusimhash.fingerprinting import fingerprint
 from gpusimhash.io.bundle import BundleError, read_bundle, write_bundle
@@ -48,6 +53,7 @@ _DEFAULT_PARAMS: dict[str, dict[str, int]] = {
     "ivf": {"nlist": 256, "nprobe": 16},
 }
 _MAX_EXACT_FLIPS = 2  # multihash radius queries needing more flips per table scan the storage
+_GPU_KINDS = ("flat", "multihash")  # exact kNN: the GPU gives the same results
 
 
 class SearchResult(NamedTuple):
@@ -102,6 +108,10 @@ class SimHashIndex:
         Fingerprint seed, used when documents or text are added or searched.
     featurizer : TextFeaturizer, optional
         How text becomes features (default ``TextFeaturizer()``); stored with the index.
+    device : {"cpu", "gpu", "auto"}
+        Where kNN searches run: ``"gpu"`` (kinds ``"flat"`` and ``"multihash"``) searches a
+        device copy of the codes, with the CPU's results; ``"auto"`` uses a GPU when one is
+        usable and the kind is exact. Not saved: `load` takes it again.
     **params : int
         Kind-specific settings: ``hash_bits`` (multihash, bits per hash table, default 16);
         ``m``, ``ef_construction``, ``ef_search`` (hnsw: 32, 40, 64); ``nlist``, ``nprobe``
@@ -110,7 +120,10 @@ class SimHashIndex:
     Raises
     ------
     ValueError
-        Unknown kind or parameter, or a bad value.
+        Unknown kind, parameter or device, a bad value, or ``device="gpu"`` for an
+        approximate kind.
+    RuntimeError
+        ``device="gpu"`` where no GPU is usable.
 
     Examples
     --------
@@ -131,6 +144,7 @@ class SimHashIndex:
         kind: str = "flat",
         seed: int = 0,
         featurizer: TextFeaturizer | None = None,
+        device: str = "cpu",
         **params: int,
     ) -> None:
         self._bits = _validate.bits(bits)
@@ -154,6 +168,8 @@ class SimHashIndex:
         self._tombstones = np.empty(0, dtype=np.int64)
         self._read_only = False
         self._apply_search_params()
+        self._device = self._resolve_device(device)
+        self._device_codes: Any = None  # the stored codes on the GPU, None after a change
 
     # ------------------------------------------------------------------ properties
     @property
@@ -185,6 +201,25 @@ class SimHashIndex:
     def featurizer(self) -> TextFeaturizer:
         """The featurizer applied to text."""
         return self._featurizer
+
+    @property
+    def device(self) -> str:
+        """Where kNN searches run: ``"cpu"`` or ``"gpu"``."""
+        return self._device
+
+    def _resolve_device(self, device: str) -> str:
+        device = _validate.device(device)
+        if device == "auto":
+            usable = self._kind in _GPU_KINDS and _backend.gpu_available()
+            return "gpu" if usable else "cpu"
+        if device == "gpu":
+            if self._kind not in _GPU_KINDS:
+                raise ValueError(
+                    f"device='gpu' searches exactly, as kinds {_GPU_KINDS} do; "
+                    f"kind {self._kind!r} is approximate"
+                )
+            _backend.require_gpu()
+        return device
 
     @property
     def n_tombstones(self) -> int:
@@ -332,6 +367,7 @@ class SimHashIndex:
                 )
             inner.train(codes)
         self._index.add_with_ids(codes, ids)
+        self._device_codes = None
         return ids
 
     def _check_new_ids(self, ids: Any, n: int, stored: np.ndarray) -> np.ndarray:
@@ -385,6 +421,7 @@ class SimHashIndex:
         live = np.unique(stored[np.isin(stored, array.astype(np.int64))])
         live = live[~np.isin(live, self._tombstones)]
         if self._kind == "flat":
+            self._device_codes = None
             return int(
                 self._index.remove_ids(faiss.IDSelectorBatch(live.size, faiss.swig_ptr(live)))
             )
@@ -414,6 +451,7 @@ class SimHashIndex:
             fresh.is_trained = True
         self._index = faiss.IndexBinaryIDMap(fresh)
         self._tombstones = np.empty(0, dtype=np.int64)
+        self._device_codes = None
         self._apply_search_params()
         if codes.shape[0]:
             self._index.add_with_ids(codes, stored[keep])
@@ -434,7 +472,8 @@ class SimHashIndex:
     def search(self, queries: Any, k: int = 10, *, vocabulary: Any = None) -> SearchResult:
         """Find the `k` nearest stored codes of each query.
 
-        Exact for ``"flat"`` and ``"multihash"``; approximate for ``"hnsw"`` and ``"ivf"``.
+        Exact for ``"flat"`` and ``"multihash"``; approximate for ``"hnsw"`` and ``"ivf"``. On
+        the GPU (``device``), the same results as on the CPU.
 
         Parameters
         ----------
@@ -463,7 +502,10 @@ class SimHashIndex:
         if ask == 0 or n_queries == 0:
             distances = np.full((n_queries, k), -1, dtype=np.int32)
             return self._result(distances, np.full((n_queries, k), -1, dtype=np.int64))
-        if self._kind == "multihash":
+        if self._device == "gpu":
+            distances, positions = self._gpu_search(codes, ask)
+            ids = np.where(positions >= 0, self._stored_ids()[positions], -1)
+        elif self._kind == "multihash":
             storage = faiss.downcast_IndexBinary(self._inner().storage)
             distances, positions = storage.search(codes, ask)
             ids = np.where(positions >= 0, self._stored_ids()[positions], -1)
@@ -482,6 +524,14 @@ class SimHashIndex:
             found = np.pad(found, pad)
         distances = np.where(found, distances, -1).astype(np.int32, copy=False)
         return self._result(distances, np.where(found, ids, -1).astype(np.int64, copy=False))
+
+    def _gpu_search(self, codes: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Distances and positions of the k nearest stored codes, on the GPU."""
+        from gpusimhash._gpu import join as gpu_join
+
+        if self._device_codes is None:
+            self._device_codes = gpu_join.device_codes(self._stored_codes(), "stored codes")
+        return gpu_join.knn(self._device_codes, codes, k)
 
     def _result(self, distances: np.ndarray, ids: np.ndarray) -> SearchResult:
         cosines = np.where(distances >= 0, np.cos(np.pi * distances / self._bits), np.nan)
@@ -595,7 +645,9 @@ class SimHashIndex:
         )
 
     @classmethod
-    def load(cls, path: str | Path, *, mmap: bool = False, verify: bool = True) -> SimHashIndex:
+    def load(
+        cls, path: str | Path, *, mmap: bool = False, verify: bool = True, device: str = "cpu"
+    ) -> SimHashIndex:
         """Load an index saved with `save`, refusing anything truncated, corrupt or mismatched.
 
         Parameters
@@ -607,6 +659,8 @@ class SimHashIndex:
             storage); the index is then read-only.
         verify : bool
             Check the SHA-256 of every file (reads them once). Sizes are always checked.
+        device : {"cpu", "gpu", "auto"}
+            Where kNN searches run (see `SimHashIndex`).
 
         Returns
         -------
@@ -616,6 +670,8 @@ class SimHashIndex:
         ------
         gpusimhash.io.bundle.BundleError
             (a ValueError) naming the missing, truncated, corrupt or mismatched file.
+        ValueError, RuntimeError
+            A bad `device`, as for `SimHashIndex`.
 
         Examples
         --------
@@ -676,7 +732,8 @@ class SimHashIndex:
         index._index = loaded
         index._tombstones = tombstones
         index._read_only = mmap
+        index._device = index._resolve_device(device)
         if index.kind == "ivf":
-            index._quantizer = faiss.downcast_IndexBinary(index._inner().quantizer)
+            index._quantizer = faiss.downcast_IndexBinary(index._inner().quantizer)  # type: ignore[assignment]
         index._apply_search_params()
         return index

@@ -11,6 +11,7 @@ the tiled fallback for oversized bucket pairs.
 from __future__ import annotations
 
 import ctypes
+from pathlib import Path
 from typing import Any
 
 import faiss
@@ -20,7 +21,8 @@ from cuda_emu import emulator
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpusimhash import near_duplicate_groups, near_duplicates
+from gpusimhash import SimHashIndex, _backend, near_duplicate_groups, near_duplicates
+from gpusimhash._gpu import join as gpu_join
 from gpusimhash._gpu.join import (
     DeviceJoin,
     JoinSettings,
@@ -271,3 +273,93 @@ def test_knn_empty(emulated_kernels: ctypes.CDLL) -> None:
     distances, positions = join.knn(np.zeros((5, 8), np.uint8), np.zeros((0, 8), np.uint8), 4)
     assert distances.shape == (0, 4)
     assert join.stats.launches == {}
+
+
+# ---- the public API's device paths, with the emulated kernels standing in for CuPy -------------
+
+
+@pytest.fixture
+def emulated_gpu(monkeypatch: pytest.MonkeyPatch, emulated_kernels: ctypes.CDLL) -> DeviceJoin:
+    """Run the CuPy layer on NumPy and the emulated kernels, tiny sizes (every path)."""
+    join = _join(emulated_kernels, threads=64, **TINY)
+    monkeypatch.setattr(_backend, "require_gpu", lambda: np)
+    monkeypatch.setattr(gpu_join, "device_join", lambda: join)
+    return join
+
+
+@pytest.mark.parametrize("bits", [8, 64, 128, 256])
+def test_near_duplicates_on_the_device(emulated_gpu: DeviceJoin, bits: int) -> None:
+    rng = np.random.default_rng(bits)
+    radius = bits // 8
+    codes = planted(rng, 150, bits, radius)
+    groups = near_duplicate_groups(codes, max_distance=radius, device="gpu")
+    expected = near_duplicate_groups(codes, max_distance=radius, device="cpu")
+    np.testing.assert_array_equal(groups.inverse, expected.inverse)
+    np.testing.assert_array_equal(groups.unique_pairs, expected.unique_pairs)
+    assert groups.max_distance == expected.max_distance == radius
+    np.testing.assert_array_equal(
+        near_duplicates(codes, min_cosine=0.9, device="gpu"),
+        near_duplicates(codes, min_cosine=0.9),
+    )
+    assert emulated_gpu.stats.launches  # the kernels ran
+
+
+def test_device_join_errors_match_the_cpu(emulated_gpu: DeviceJoin) -> None:
+    for device in ("cpu", "gpu"):
+        with pytest.raises(TypeError, match="packed uint8 codes"):
+            near_duplicates(np.zeros((3, 8), dtype=np.int64), max_distance=1, device=device)
+        with pytest.raises(ValueError, match="shape"):
+            near_duplicates(np.zeros((3, 0), dtype=np.uint8), max_distance=1, device=device)
+        with pytest.raises(ValueError, match="exactly one"):
+            near_duplicates(np.zeros((3, 8), dtype=np.uint8), device=device)
+    with pytest.raises(ValueError, match="device"):
+        near_duplicates(np.zeros((3, 8), dtype=np.uint8), max_distance=1, device="tpu")
+
+
+@pytest.mark.skipif(_backend.gpu_available(), reason="a GPU is usable here")
+def test_asking_for_a_missing_gpu_raises() -> None:
+    codes = np.zeros((3, 8), dtype=np.uint8)
+    with pytest.raises(RuntimeError, match="GPU"):
+        near_duplicate_groups(codes, max_distance=1, device="gpu")
+    with pytest.raises(RuntimeError, match="GPU"):
+        SimHashIndex(bits=64, device="gpu")
+    assert near_duplicate_groups(codes, max_distance=1, device="auto").n_unique == 1
+    assert SimHashIndex(bits=64, device="auto").device == "cpu"
+
+
+@pytest.mark.parametrize("kind", ["flat", "multihash"])
+def test_index_search_on_the_device(emulated_gpu: DeviceJoin, kind: str) -> None:
+    rng = np.random.default_rng(7)
+    codes = rng.integers(0, 256, (300, 8), dtype=np.uint8)
+    codes[150:] = codes[:150]  # ties, broken by insertion order as FAISS does
+    queries = np.concatenate([codes[:10], rng.integers(0, 256, (10, 8), dtype=np.uint8)])
+    ids = rng.permutation(10_000)[:300]
+    gpu, cpu = SimHashIndex(bits=64, kind=kind, device="gpu"), SimHashIndex(bits=64, kind=kind)
+    assert gpu.device == "gpu"
+    for index in (gpu, cpu):
+        index.add(codes, ids=ids)
+    for k in (1, 10, 299, 400):
+        for got, expected in zip(gpu.search(queries, k), cpu.search(queries, k), strict=True):
+            np.testing.assert_array_equal(got, expected)
+    for index in (gpu, cpu):  # the device copy follows removals and additions
+        index.remove(ids[::3])
+        index.add(codes[:5], ids=np.arange(20_000, 20_005))
+    for got, expected in zip(gpu.search(queries, 12), cpu.search(queries, 12), strict=True):
+        np.testing.assert_array_equal(got, expected)
+    assert "knn_topk<1>" in emulated_gpu.launch.launched
+
+
+def test_index_device_choices(emulated_gpu: DeviceJoin, tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="approximate"):
+        SimHashIndex(bits=64, kind="hnsw", device="gpu")
+    with pytest.raises(ValueError, match="device"):
+        SimHashIndex(bits=64, device="tpu")
+    index = SimHashIndex(bits=64)
+    index.add(np.arange(80, dtype=np.uint8).reshape(10, 8))
+    index.save(tmp_path / "index")
+    loaded = SimHashIndex.load(tmp_path / "index", device="gpu")
+    assert loaded.device == "gpu"
+    for got, expected in zip(
+        loaded.search(index._stored_codes(), 3), index.search(index._stored_codes(), 3), strict=True
+    ):
+        np.testing.assert_array_equal(got, expected)
