@@ -346,7 +346,7 @@ def test_index_search_on_the_device(emulated_gpu: DeviceJoin, kind: str) -> None
         index.add(codes[:5], ids=np.arange(20_000, 20_005))
     for got, expected in zip(gpu.search(queries, 12), cpu.search(queries, 12), strict=True):
         np.testing.assert_array_equal(got, expected)
-    assert "knn_topk<1>" in emulated_gpu.launch.launched
+    assert "knn_topk<1>" in emulated_gpu.stats.launches
 
 
 def test_index_device_choices(emulated_gpu: DeviceJoin, tmp_path: Path) -> None:
