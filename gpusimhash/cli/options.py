@@ -107,7 +107,9 @@ def input_options(parser: argparse.ArgumentParser) -> None:
 
 def device_option(parser: Any) -> None:
     """Add ``--device`` to a parser or argument group."""
-    parser.add_argument("--device", choices=DEVICES, default="auto", help="where to fingerprint")
+    parser.add_argument(
+        "--device", choices=DEVICES, default="auto", help="where to fingerprint (dedup: and join)"
+    )
 
 
 def hashing_options(parser: argparse.ArgumentParser) -> None:

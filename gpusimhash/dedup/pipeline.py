@@ -74,7 +74,7 @@ class DedupOptions:
         Which document of a cluster is kept: the first in the file, the longest text, or the
         highest ``score_field`` (ties go to the first).
     device : {"auto", "cpu", "gpu"}
-        Where to fingerprint.
+        Where to fingerprint and run the exact join (the approximate join runs on the CPU).
     output_format : {"jsonl", "parquet"}
         Format of the kept and duplicates files.
     report : bool
@@ -310,7 +310,7 @@ def run(
         first = _fingerprint_pass(source, settings, device, bar)
     n = first.codes.shape[0]
     with timer.stage("join", unit="code"):
-        groups = _join(first.codes, radius, options.recall)
+        groups = _join(first.codes, radius, options.recall, device)
     with timer.stage("cluster"):
         clusters = _cluster(groups, first, options.keep)
     sample = report.sample_pairs(groups, first.codes, settings.seed) if options.report else None
@@ -370,10 +370,10 @@ def _fingerprint_pass(
     )
 
 
-def _join(codes: np.ndarray, radius: int, recall: float | None) -> DuplicateGroups:
-    """Every pair of codes within the radius: exact, or approximate with a stated recall."""
+def _join(codes: np.ndarray, radius: int, recall: float | None, device: str) -> DuplicateGroups:
+    """Every pair of codes within the radius: exact (on ``device``), or approximate."""
     if recall is None:
-        return near_duplicate_groups(codes, max_distance=radius)
+        return near_duplicate_groups(codes, max_distance=radius, device=device)
     return approximate_near_duplicate_groups(codes, max_distance=radius, recall=recall)
 
 
