@@ -1,9 +1,11 @@
 """Device check: CPU/GPU parity on >= 100k random and real documents, and 1M-document benchmarks.
 
 Run by run.sh on a machine with a CUDA device (``--cpu-only`` runs the CPU half anywhere, to
-check the script itself). Writes ``device_check.json`` to ``--out`` and prints a table last.
+check the script itself). Runs in sections; the JSON (``--json-name`` in ``--out``) is rewritten
+after every section, and a section that raises is recorded under ``errors`` (its message and
+traceback) while the next one runs. Prints a table last.
 
-Figures (all measured in this one run, on this machine):
+Figures (all measured in this one run, on this machine), ``--only fingerprint``:
 - copy_bandwidth: a large device-to-device copy, bytes read plus bytes written per second;
 - accumulate: the accumulation kernels on device-resident features (1M documents): features/s,
   the bytes they must move (inputs read once, codes written once) per second, and that as a
@@ -11,7 +13,11 @@ Figures (all measured in this one run, on this machine):
 - end to end from host text and from a host CSR matrix: documents/s, host input to host codes;
 - the same jobs through the CPU path on all this machine's cores (one process per core), and
   the GPU/CPU ratio (the issue's goal for text: at least 50).
-"""
+
+``--only join`` (issue 11; joins.py says how): the exact radius join on the device at 128-bit
+radius 18 and 64-bit radius 3 over ``--join-medium`` (1M) and ``--join-codes`` (10M) clustered
+codes, kNN of 10k queries (k = 10) against ``--join-codes`` codes checked against FAISS, and the
+1M joins' pair sets compared with the CPU join's."""
 
 from __future__ import annotations
 
@@ -23,7 +29,10 @@ import os
 import platform
 import sys
 import time
+import traceback
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -217,59 +226,86 @@ def accumulate_bench(texts: list[str], bandwidth: float) -> list[dict]:
     return records
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--corpus", type=Path, required=True, help="pypi_summaries.txt.gz")
-    parser.add_argument("--out", type=Path, required=True, help="folder for device_check.json")
-    parser.add_argument("--docs", type=int, default=1_000_000, help="documents per benchmark")
-    parser.add_argument("--parity-docs", type=int, default=100_000)
-    parser.add_argument("--workers", type=int, default=os.cpu_count())
-    parser.add_argument("--tests-rc", type=int, default=None, help="exit code of the GPU tests")
-    parser.add_argument("--cpu-only", action="store_true", help="skip everything on the GPU")
-    args = parser.parse_args()
+class Report:
+    """The check's JSON, rewritten after every section; a failing section is recorded."""
+
+    def __init__(self, path: Path, result: dict) -> None:
+        self.path = path
+        self.result = result
+        self.result.setdefault("errors", {})
+        self.result.setdefault("section_seconds", {})
+        self.write()
+
+    def write(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = self.path.with_suffix(".tmp")
+        temporary.write_text(json.dumps(self.result, indent=2, default=str) + "\n")
+        temporary.replace(self.path)
+
+    def section(self, name: str, function: Callable[[], Any]) -> Any:
+        """Run one section, store its value under ``name`` (or its error), write the JSON."""
+        print(f"--- section {name}", flush=True)
+        start = time.perf_counter()
+        value = None
+        try:
+            value = function()
+            self.result[name] = value
+        except Exception as error:  # noqa: BLE001 - recorded; the next section still runs
+            self.result["errors"][name] = {
+                "error": f"{type(error).__name__}: {error}",
+                "traceback": traceback.format_exc(limit=8),
+            }
+            print(f"section {name} failed: {type(error).__name__}: {error}", flush=True)
+        self.result["section_seconds"][name] = time.perf_counter() - start
+        self.write()
+        return value
+
+
+def fingerprint_sections(args: argparse.Namespace, report: Report) -> None:
+    """The fingerprinting parity and benchmarks (issue 4)."""
     rng = np.random.default_rng(0)
     real = load_corpus(args.corpus, args.docs)
-    result: dict = {
-        "machine": {
-            "platform": platform.platform(),
-            "cpus": os.cpu_count(),
-            "python": sys.version,
-            "numpy": np.__version__,
-        },
-        "gpu_tests_exit_code": args.tests_rc,
-        "docs": args.docs,
-    }
+    report.result["docs"] = args.docs
     timings: dict[str, float] = {}
+    report.result["end_to_end"] = timings
     csr, vocabulary = synthetic_csr(rng, args.docs, 200_000)
 
-    # the CPU path on every core
-    config = TextFeaturizer().to_config()
-    pieces = np.array_split(np.arange(args.docs), args.workers * 4)
-    text_jobs = [(real[p[0] : p[-1] + 1], config, 64) for p in pieces if p.size]
-    timings["cpu_text_s"] = cpu_parallel(text_jobs, _cpu_text_job, args.workers)
-    csr_jobs = [(csr[p[0] : p[-1] + 1], vocabulary, 64) for p in pieces if p.size]
-    timings["cpu_csr_s"] = cpu_parallel(csr_jobs, _cpu_csr_job, args.workers)
-    print(
-        f"CPU ({args.workers} processes): text {timings['cpu_text_s']:.2f} s, "
-        f"CSR {timings['cpu_csr_s']:.2f} s"
-    )
+    def cpu() -> dict[str, float]:
+        # the CPU path on every core
+        config = TextFeaturizer().to_config()
+        pieces = np.array_split(np.arange(args.docs), args.workers * 4)
+        text_jobs = [(real[p[0] : p[-1] + 1], config, 64) for p in pieces if p.size]
+        timings["cpu_text_s"] = cpu_parallel(text_jobs, _cpu_text_job, args.workers)
+        csr_jobs = [(csr[p[0] : p[-1] + 1], vocabulary, 64) for p in pieces if p.size]
+        timings["cpu_csr_s"] = cpu_parallel(csr_jobs, _cpu_csr_job, args.workers)
+        print(
+            f"CPU ({args.workers} processes): text {timings['cpu_text_s']:.2f} s, "
+            f"CSR {timings['cpu_csr_s']:.2f} s"
+        )
+        return dict(timings)
 
-    if not args.cpu_only:
-        import cupy
+    report.section("cpu_fingerprint", cpu)
+    if args.cpu_only:
+        return
+    from gpusimhash import _gpu
 
-        from gpusimhash import _gpu
-
-        props = cupy.cuda.runtime.getDeviceProperties(0)
-        result["machine"]["gpu"] = props["name"].decode()
-        result["machine"]["cupy"] = cupy.__version__
-        result["machine"]["cuda_runtime"] = cupy.cuda.runtime.runtimeGetVersion()
-        _gpu.fingerprint_text(real[:1000], TextFeaturizer(), bits=64, seed=0)  # compile, warm up
+    def warm_up() -> bool:
+        _gpu.fingerprint_text(real[:1000], TextFeaturizer(), bits=64, seed=0)  # compile
         _gpu.fingerprint_batch(random_batch(rng, 1000, True), bits=64, seed=0)
+        return True
+
+    report.section("fingerprint_warm_up", warm_up)
+
+    def parity_section() -> list[dict]:
         texts = {"random": random_texts(rng, args.parity_docs), "real": real[: args.parity_docs]}
-        result["parity"] = parity(texts, rng)
-        bandwidth = copy_bandwidth()
-        result["copy_bandwidth_bytes_per_s"] = bandwidth
-        result["accumulate"] = accumulate_bench(real, bandwidth)
+        return parity(texts, rng)
+
+    report.section("parity", parity_section)
+    bandwidth = report.section("copy_bandwidth_bytes_per_s", copy_bandwidth)
+    if bandwidth:
+        report.section("accumulate", lambda: accumulate_bench(real, bandwidth))
+
+    def end_to_end() -> dict[str, float]:
         timings["gpu_text_s"] = wall_seconds(
             lambda: _gpu.fingerprint_text(real, TextFeaturizer(), bits=64, seed=0).get()
         )
@@ -281,26 +317,115 @@ def main() -> None:
                 csr, vocabulary=vocabulary, bits=64, device="gpu", batch_size=args.docs
             )
         )
-        timings["gpu_over_cpu_text"] = timings["cpu_text_s"] / timings["gpu_text_s"]
-        timings["gpu_over_cpu_csr"] = timings["cpu_csr_s"] / timings["gpu_csr_s"]
-    result["end_to_end"] = timings
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "device_check.json").write_text(json.dumps(result, indent=2) + "\n")
+        if "cpu_text_s" in timings:
+            timings["gpu_over_cpu_text"] = timings["cpu_text_s"] / timings["gpu_text_s"]
+            timings["gpu_over_cpu_csr"] = timings["cpu_csr_s"] / timings["gpu_csr_s"]
+        return dict(timings)
 
+    report.section("end_to_end", end_to_end)
     print(f"\n{'figure':44s} value")
     for key, value in timings.items():
         per_s = f"  ({args.docs / value:,.0f} docs/s)" if key.endswith("_s") else ""
         print(f"{key:44s} {value:10.3f}{per_s}")
-    if "copy_bandwidth_bytes_per_s" in result:
-        print(f"{'copy bandwidth (GB/s)':44s} {result['copy_bandwidth_bytes_per_s'] / 1e9:10.1f}")
-        for r in result["accumulate"]:
+    if bandwidth:
+        print(f"{'copy bandwidth (GB/s)':44s} {bandwidth / 1e9:10.1f}")
+        for r in report.result.get("accumulate", []):
             label = f"accumulate bits={r['bits']} weighted={r['weighted']}"
             print(
                 f"{label:44s} {r['ms']:8.3f} ms  {r['features_per_s'] / 1e9:.2f} G feat/s  "
                 f"{r['fraction_of_copy_bandwidth']:.2f} of copy bw"
             )
-        bad = [r for r in result["parity"] if not r["identical"]]
-        print(f"parity: {len(result['parity']) - len(bad)} identical, {len(bad)} differing")
+    records = report.result.get("parity", [])
+    bad = [r for r in records if not r["identical"]]
+    print(f"parity: {len(records) - len(bad)} identical, {len(bad)} differing")
+
+
+def join_sections(args: argparse.Namespace, report: Report) -> None:
+    """The GPU radius join and kNN (issue 11)."""
+    import joins
+
+    report.result["join_settings"] = {
+        "codes": args.join_codes,
+        "medium": args.join_medium,
+        "repeats": args.join_repeats,
+        "cpu_join_limit_s": args.cpu_join_limit,
+    }
+    for name, function in joins.sections(
+        np.random.default_rng(11),
+        big=args.join_codes,
+        medium=args.join_medium,
+        repeats=args.join_repeats,
+        cpu_limit_s=args.cpu_join_limit,
+    ):
+        report.section(name, function)
+    print(f"\n{'join section':40s} {'seconds':>10s}  result")
+    for name in report.result["section_seconds"]:
+        value = report.result.get(name)
+        if isinstance(value, dict):
+            brief = {
+                k: value[k]
+                for k in (
+                    "seconds",
+                    "unique_pairs",
+                    "identical_to_faiss",
+                    "pairs_identical",
+                    "cpu_seconds",
+                )
+                if k in value
+            }
+            print(f"{name:40s} {report.result['section_seconds'][name]:10.3f}  {brief}")
+    for name, error in report.result["errors"].items():
+        print(f"{name:40s} ERROR {error['error']}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--corpus", type=Path, help="pypi_summaries.txt.gz (fingerprint part)")
+    parser.add_argument("--out", type=Path, required=True, help="folder for the JSON")
+    parser.add_argument("--json-name", default="device_check.json")
+    parser.add_argument("--only", choices=("all", "fingerprint", "join"), default="all")
+    parser.add_argument("--docs", type=int, default=1_000_000, help="documents per benchmark")
+    parser.add_argument("--parity-docs", type=int, default=100_000)
+    parser.add_argument("--workers", type=int, default=os.cpu_count())
+    parser.add_argument("--tests-rc", type=int, default=None, help="exit code of the GPU tests")
+    parser.add_argument("--cpu-only", action="store_true", help="skip everything on the GPU")
+    parser.add_argument("--join-codes", type=int, default=10_000_000, help="codes, big joins")
+    parser.add_argument("--join-medium", type=int, default=1_000_000, help="codes, 1M joins")
+    parser.add_argument("--join-repeats", type=int, default=3, help="timed runs per figure")
+    parser.add_argument(
+        "--cpu-join-limit", type=float, default=90.0, help="seconds per CPU join compared"
+    )
+    args = parser.parse_args()
+    if args.only != "join" and args.corpus is None:
+        parser.error("--corpus is needed for the fingerprint part")
+    result: dict = {
+        "machine": {
+            "platform": platform.platform(),
+            "cpus": os.cpu_count(),
+            "python": sys.version,
+            "numpy": np.__version__,
+        },
+        "gpu_tests_exit_code": args.tests_rc,
+        "only": args.only,
+    }
+    report = Report(args.out / args.json_name, result)
+    if not args.cpu_only:
+
+        def gpu_info() -> dict[str, Any]:
+            import cupy
+
+            props = cupy.cuda.runtime.getDeviceProperties(0)
+            result["machine"]["gpu"] = props["name"].decode()
+            result["machine"]["cupy"] = cupy.__version__
+            result["machine"]["cuda_runtime"] = cupy.cuda.runtime.runtimeGetVersion()
+            return dict(result["machine"])
+
+        report.section("machine", gpu_info)
+    if args.only in ("all", "fingerprint"):
+        fingerprint_sections(args, report)
+    if args.only in ("all", "join") and not args.cpu_only:
+        join_sections(args, report)
+    sys.exit(1 if report.result["errors"] else 0)
 
 
 if __name__ == "__main__":

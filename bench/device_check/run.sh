@@ -1,12 +1,19 @@
 #!/usr/bin/env bash
-# Device check for issue 4, one call on a lent GPU machine (under 5 minutes on an H200):
-# the gpu-marked tests, CPU/GPU parity on >= 100k random and real documents, and benchmarks
-# at 1M documents (bench/device_check/check.py says which). Results go to $OUT: commit
-# device_check.json under bench/results/ with the machine named (e.g. device_check_h200.json).
+# Device check for issues 4 and 11, one call on a lent GPU machine: the gpu-marked tests, then
+# check.py's parts (bench/device_check/check.py says what each measures):
+#   fingerprint  CPU/GPU parity on >= 100k random and real documents, benchmarks at 1M documents
+#                (issue 4; under 5 minutes on an H200 when it last ran) -> device_check.json
+#   join         the exact radius join at 1M and 10M codes (128-bit radius 18, 64-bit radius 3),
+#                kNN of 10k queries against 10M codes, the 1M pair sets compared with the CPU
+#                join (issue 11; never run on a GPU yet: its time is a guess, limits below)
+#                -> device_check_join.json
+# CHECKS picks the parts (default: both). Each JSON is rewritten after every section, with each
+# failing section's error recorded, so a run cut short still leaves the finished sections.
+# Commit the JSON under bench/results/ with the machine named (e.g. device_check_join_h200.json).
 #
 # Here first: bash bench/device_check/prepare.sh
-# Then the device tool: run(command="bash bench/device_check/run.sh", carry=[".whl", ".corpus"],
-#                           timeout_s=420)
+# Then the device tool: run(command="CHECKS=join bash bench/device_check/run.sh",
+#                           carry=[".whl", ".corpus"], timeout_s=420)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT="${OUT:-bench/results/tmp}"
@@ -17,11 +24,21 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 export PYTHONPATH="/tmp/site:$PWD"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem \
     --format=csv > "$OUT/nvidia-smi.csv" 2>&1
-timeout 110 python3 -m pytest -m gpu tests/test_parity.py -q -p no:cacheprovider 2>&1 \
-    | tee "$OUT/pytest_gpu.log"
+CHECKS="${CHECKS:-fingerprint join}"
+timeout 150 python3 -m pytest -m gpu tests/gpu/test_parity.py tests/gpu/test_join_device.py \
+    -q -p no:cacheprovider 2>&1 | tee "$OUT/pytest_gpu.log"
 tests_rc=${PIPESTATUS[0]}
-timeout 170 python3 bench/device_check/check.py --corpus .corpus/pypi_summaries.txt.gz \
-    --out "$OUT" --tests-rc "$tests_rc" 2>&1 | tee "$OUT/check.log"
-check_rc=${PIPESTATUS[0]}
+check_rc=0
+if [[ " $CHECKS " == *" fingerprint "* ]]; then
+    timeout 170 python3 bench/device_check/check.py --only fingerprint \
+        --corpus .corpus/pypi_summaries.txt.gz --out "$OUT" --tests-rc "$tests_rc" 2>&1 \
+        | tee "$OUT/check.log"
+    check_rc=$((check_rc | PIPESTATUS[0]))
+fi
+if [[ " $CHECKS " == *" join "* ]]; then
+    timeout 300 python3 bench/device_check/check.py --only join --json-name \
+        device_check_join.json --out "$OUT" --tests-rc "$tests_rc" 2>&1 | tee "$OUT/check_join.log"
+    check_rc=$((check_rc | PIPESTATUS[0]))
+fi
 echo "gpu tests exit code ${tests_rc}, device check exit code ${check_rc}"
 [ "$tests_rc" -eq 0 ] && [ "$check_rc" -eq 0 ]
