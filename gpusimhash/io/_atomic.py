@@ -61,7 +61,12 @@ def temporary_beside(path: str | Path) -> tuple[int, Path]:
     """
     path = Path(path)
     descriptor, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.chmod(name, file_mode())
+    try:
+        os.chmod(name, file_mode())
+    except BaseException:
+        os.close(descriptor)
+        os.unlink(name)
+        raise
     return descriptor, Path(name)
 
 

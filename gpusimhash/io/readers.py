@@ -1,4 +1,4 @@
-"""Stream documents from JSONL, Parquet, CSV/TSV and plain-text files in batches.
+r"""Stream documents from JSONL, Parquet, CSV/TSV and plain-text files in batches.
 
 Every reader yields :class:`DocumentBatch` objects of at most ``batch_size`` documents, so a file
 of any size is read in bounded memory. A problem with the file is an :class:`InputError` whose
@@ -14,15 +14,25 @@ Formats (``format=``, else from the file name, ``.gz`` allowed for the text form
 
 A document's id is the value of ``id_field`` (an int or a str), or its row number (from 0) when
 ``id_field`` is None.
+
+Hostile files get the same one-line errors: a line longer than `MAX_LINE_BYTES` (an endless
+stream without a newline, such as ``/dev/full``, is refused instead of filling memory), corrupt
+compressed data, a JSON string holding a lone surrogate (a ``\ud800`` escape: valid JSON, not
+valid Unicode), an unterminated CSV quote, a repeated CSV column name, damaged Parquet pages.
 """
 
 from __future__ import annotations
 
 import csv
+import functools
 import gzip
 import io
 import json
+import os
+import re
+import stat
 import sys
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +53,11 @@ _SUFFIXES = {
     ".txt": "text",
 }
 PYARROW_HINT = "pip install 'gpusimhash[io]' (or pyarrow)"
+# Longest line (one document of a text file, one JSON record, one CSV line) read, in bytes.
+MAX_LINE_BYTES = 1 << 28
+# A JSON escape of a UTF-16 surrogate: only then can a decoded string hold a lone surrogate.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 # one document as a reader yields it: its id, its text and the whole record
@@ -191,11 +206,16 @@ def read_batches(
 
 
 def _open_binary(path: Path) -> IO[bytes]:
-    """Open a file for reading bytes, decompressing ``.gz``."""
-    if path.name.lower().endswith(".gz"):
-        # a C-level buffer in front: GzipFile's own line iteration is slow Python per line
-        return io.BufferedReader(gzip.open(path, "rb"), buffer_size=1 << 20)
-    return open(path, "rb")
+    """Open a file for reading bytes, decompressing ``.gz`` (a 0-byte ``.gz`` is refused)."""
+    raw = open(path, "rb")  # noqa: SIM115 - the caller closes the returned stream
+    if not path.name.lower().endswith(".gz"):
+        return raw
+    status = os.fstat(raw.fileno())
+    if stat.S_ISREG(status.st_mode) and status.st_size == 0:
+        raw.close()
+        raise InputError(f"{path}: an empty file, not gzip data")
+    # a C-level buffer in front: GzipFile's own line iteration is slow Python per line
+    return io.BufferedReader(gzip.GzipFile(fileobj=raw, mode="rb"), buffer_size=1 << 20)
 
 
 def _batched(rows: Iterator[Row], batch_size: int, keep_records: bool) -> Iterator[DocumentBatch]:
@@ -263,15 +283,31 @@ def _decode(raw: bytes, path: Path, line: int) -> str:
         raise InputError(f"{_where(path, line)}: not valid UTF-8 ({error.reason})") from None
 
 
-def _read_lines(stream: IO[bytes], path: Path) -> Iterator[tuple[int, str]]:
-    """Yield ``(line_number, text)`` without the line ending, naming the file on I/O errors."""
+def _raw_lines(stream: IO[bytes], path: Path) -> Iterator[tuple[int, bytes]]:
+    """Yield ``(line_number, bytes)`` with the line ending, at most `MAX_LINE_BYTES` each.
+
+    Raises InputError naming the line for a longer line and for unreadable or corrupt data.
+    """
     line = 0
     try:
-        for line, raw in enumerate(stream, 1):
-            content = _decode(raw, path, line).rstrip("\r\n")
-            yield line, content.removeprefix("\ufeff") if line == 1 else content
-    except (OSError, EOFError, gzip.BadGzipFile) as error:
+        for line, raw in enumerate(
+            iter(functools.partial(stream.readline, MAX_LINE_BYTES + 1), b""), 1
+        ):
+            if len(raw) > MAX_LINE_BYTES:
+                raise InputError(
+                    f"{_where(path, line)}: longer than {MAX_LINE_BYTES:,} bytes "
+                    "(not a line-based file?)"
+                )
+            yield line, raw
+    except (OSError, EOFError, zlib.error) as error:
         raise InputError(f"{_where(path, line + 1)}: cannot read ({error})") from None
+
+
+def _read_lines(stream: IO[bytes], path: Path) -> Iterator[tuple[int, str]]:
+    """Yield ``(line_number, text)`` without the line ending, naming the file on I/O errors."""
+    for line, raw in _raw_lines(stream, path):
+        content = _decode(raw, path, line).rstrip("\r\n")
+        yield line, content.removeprefix("\ufeff") if line == 1 else content
 
 
 def _jsonl_rows(
@@ -286,16 +322,44 @@ def _jsonl_rows(
             record = json.loads(content)
         except json.JSONDecodeError as error:
             raise InputError(f"{_where(path, line)}: not valid JSON ({error.msg})") from None
+        except ValueError as error:  # an integer beyond Python's digit limit
+            raise InputError(f"{_where(path, line)}: not readable JSON ({error})") from None
+        except RecursionError:
+            raise InputError(f"{_where(path, line)}: JSON nested too deeply") from None
         if not isinstance(record, dict):
             raise InputError(
                 f"{_where(path, line)}: expected a JSON object, got {_describe(record)}"
             )
+        if _SURROGATE_ESCAPE.search(content):
+            _check_unicode(record, path, line)
         text = _check_text(_field(record, text_field, path, line), path, line, text_field)
         doc_id: int | str = row
         if id_field is not None:
             doc_id = _check_id(_field(record, id_field, path, line), path, line, id_field)
         yield doc_id, text, record
         row += 1
+
+
+def _check_unicode(record: dict[str, Any], path: Path, line: int) -> None:
+    """Raise naming the field when a decoded JSON record holds a lone surrogate."""
+    pending: list[tuple[str, Any]] = [("", record)]
+    while pending:
+        where, value = pending.pop()
+        if isinstance(value, dict):
+            for key, item in value.items():
+                name = f"{where}.{key}" if where else key
+                if _SURROGATE.search(key):
+                    pending.append((name, key))
+                else:
+                    pending.append((name, item))
+        elif isinstance(value, list):
+            pending.extend((f"{where}[{k}]", item) for k, item in enumerate(value))
+        elif isinstance(value, str) and (found := _SURROGATE.search(value)):
+            raise InputError(
+                f"{_where(path, line)}: field {where!r} holds a lone surrogate "
+                f"({found.group().encode('unicode_escape').decode()}): valid JSON, "
+                "but not valid Unicode text"
+            )
 
 
 def _field(record: dict[str, Any], field: str, path: Path, line: int) -> Any:
@@ -312,13 +376,16 @@ def _csv_rows(
 ) -> Iterator[Row]:
     """Yield ``(id, text, record)`` from a CSV or TSV file with a header row."""
     csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
-    text = io.TextIOWrapper(stream, encoding="utf-8-sig", newline="")
-    reader = csv.reader(text, delimiter="\t" if format == "tsv" else ",")
+    lines = _csv_lines(stream, path)
+    reader = csv.reader(lines, delimiter="\t" if format == "tsv" else ",", strict=True)
     try:
         try:
             header = next(reader)
         except StopIteration:
             return
+        repeated = sorted({name for name in header if header.count(name) > 1})
+        if repeated:
+            raise InputError(f"{path}: the header repeats column {repeated[0]!r}")
         for field in (text_field, id_field):
             if field is not None and field not in header:
                 raise InputError(
@@ -334,16 +401,18 @@ def _csv_rows(
                 )
             doc_id = row if id_column is None else values[id_column]
             yield doc_id, values[text_column], dict(zip(header, values, strict=True))
-    except UnicodeDecodeError as error:
-        raise InputError(
-            f"{_where(path, reader.line_num + 1)}: not valid UTF-8 ({error.reason})"
-        ) from None
     except csv.Error as error:
+        reason = "an unterminated quote" if "unexpected end" in str(error) else str(error)
         raise InputError(
-            f"{_where(path, reader.line_num)}: malformed {format.upper()} ({error})"
+            f"{_where(path, reader.line_num)}: malformed {format.upper()} ({reason})"
         ) from None
-    except (OSError, EOFError) as error:
-        raise InputError(f"{_where(path, reader.line_num + 1)}: cannot read ({error})") from None
+
+
+def _csv_lines(stream: IO[bytes], path: Path) -> Iterator[str]:
+    """Decode a CSV file line by line, keeping line endings (quoted fields may span lines)."""
+    for line, raw in _raw_lines(stream, path):
+        content = _decode(raw, path, line)
+        yield content.removeprefix("\ufeff") if line == 1 else content
 
 
 def _text_rows(
@@ -362,7 +431,7 @@ def _parquet_batches(
     import pyarrow as pa
 
     try:
-        parquet = pq.ParquetFile(path)
+        parquet = pq.ParquetFile(path, page_checksum_verification=True)
     except (pa.ArrowException, OSError) as error:
         if isinstance(error, FileNotFoundError | PermissionError | IsADirectoryError):
             raise
@@ -390,7 +459,9 @@ def _parquet_batches(
             records = record_batch.to_pylist() if keep_records else None
             yield _batch(first, ids, texts, records)
             first += len(texts)
-    except pa.ArrowException as error:
+    except (pa.ArrowException, OSError, ValueError) as error:  # damaged pages, bad UTF-8
+        if isinstance(error, InputError):
+            raise
         raise InputError(f"{path}, row {first}: cannot read Parquet data ({error})") from None
 
 

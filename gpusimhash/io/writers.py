@@ -85,13 +85,17 @@ class RecordWriter:
             raise ValueError(f"output format must be jsonl or parquet, got {format!r}")
         self.format = format
         self._pq: Any = require_pyarrow() if format == "parquet" else None
-        handle, self._temp = temporary_beside(self.path)
-        self._raw: IO[bytes] = os.fdopen(handle, "wb")
-        self._stream: IO[bytes] | gzip.GzipFile = self._raw
-        if format == "jsonl" and self.path.name.lower().endswith(".gz"):
-            self._stream = gzip.GzipFile(self.path.name, "wb", fileobj=self._raw, mtime=0)
         self._parquet: Any = None  # a pyarrow ParquetWriter once the first batch is written
         self.count = 0
+        handle, self._temp = temporary_beside(self.path)
+        try:
+            self._raw: IO[bytes] = os.fdopen(handle, "wb")
+            self._stream: IO[bytes] | gzip.GzipFile = self._raw
+            if format == "jsonl" and self.path.name.lower().endswith(".gz"):
+                self._stream = gzip.GzipFile(self.path.name, "wb", fileobj=self._raw, mtime=0)
+        except BaseException:  # an interrupt included: no temporary file may stay behind
+            self._temp.unlink(missing_ok=True)
+            raise
 
     def write(self, records: list[dict[str, Any]]) -> None:
         """Append records.
@@ -100,12 +104,14 @@ class RecordWriter:
         ----------
         records : list of dict
             JSON-serializable values (others are written with ``str``) for JSONL; for Parquet,
-            every batch must fit the column types of the first.
+            the fields of the first batch (every record's, in first-seen order) are the columns,
+            missing fields are null, and later batches must fit those columns.
 
         Raises
         ------
         ValueError
-            Records that do not fit the Parquet schema of the first batch.
+            A field whose values do not fit one Parquet column (for example ints and strings),
+            or a field first seen after the first batch (Parquet output).
         """
         if not records:
             return
@@ -117,39 +123,59 @@ class RecordWriter:
         self.count += len(records)
 
     def _write_parquet(self, records: list[dict[str, Any]]) -> None:
-        """Append records as one Parquet row group."""
+        """Append records as one Parquet row group; columns are every field of the first batch."""
         import pyarrow as pa
 
+        names = list(dict.fromkeys(key for record in records for key in record))
         schema = self._parquet.schema if self._parquet is not None else None
-        try:
-            table = pa.Table.from_pylist(records, schema=schema)
-        except (pa.ArrowException, TypeError, ValueError) as error:
-            raise ValueError(
-                f"{self.path}: records do not fit the Parquet columns of the first batch ({error})"
-            ) from None
+        if schema is not None:
+            late = [name for name in names if name not in schema.names]
+            if late:
+                raise ValueError(
+                    f"{self.path}: field {late[0]!r} first appears after the first batch of "
+                    "records, whose fields are the Parquet columns (write JSONL instead)"
+                )
+            names = schema.names
+        columns = {}
+        for name in names:
+            values = [record.get(name) for record in records]
+            kind = schema.field(name).type if schema is not None else None
+            try:
+                columns[name] = pa.array(values, type=kind)
+            except (pa.ArrowException, TypeError, ValueError) as error:
+                raise ValueError(
+                    f"{self.path}: records do not fit the Parquet columns (field {name!r}: "
+                    f"{error}); write JSONL instead"
+                ) from None
+        table = pa.table(columns, schema=schema)
         if self._parquet is None:
             self._parquet = self._pq.ParquetWriter(self._raw, table.schema)
         self._parquet.write_table(table)
 
     def close(self) -> None:
-        """Finish the file and move it into place."""
-        if self.format == "parquet" and self._parquet is None:
-            import pyarrow as pa
+        """Finish the file and move it into place (on any failure, drop it)."""
+        try:
+            if self.format == "parquet" and self._parquet is None:
+                import pyarrow as pa
 
-            self._parquet = self._pq.ParquetWriter(self._raw, pa.schema([]))
-        if self._parquet is not None:
-            self._parquet.close()
-        if self._stream is not self._raw:
-            self._stream.close()
-        self._raw.close()
-        commit(self._temp, self.path)
+                self._parquet = self._pq.ParquetWriter(self._raw, pa.schema([]))
+            if self._parquet is not None:
+                self._parquet.close()
+            if self._stream is not self._raw:
+                self._stream.close()
+            self._raw.close()
+            commit(self._temp, self.path)
+        finally:
+            self._temp.unlink(missing_ok=True)
 
     def abort(self) -> None:
         """Drop the temporary file; the destination stays as it was."""
-        if self._parquet is not None:
-            self._parquet.close()
-        self._raw.close()
-        self._temp.unlink(missing_ok=True)
+        try:
+            if self._parquet is not None:
+                self._parquet.close()
+            self._raw.close()
+        finally:
+            self._temp.unlink(missing_ok=True)
 
     def __enter__(self) -> RecordWriter:  # noqa: PYI034
         """Return the writer."""

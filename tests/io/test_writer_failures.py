@@ -1,0 +1,59 @@
+"""RecordWriter under awkward records and interruptions: no lost fields, no stray files."""
+
+import os
+
+import pyarrow.parquet as pq
+import pytest
+
+from gpusimhash.io import _atomic, writers
+from gpusimhash.io.writers import RecordWriter
+
+
+def test_parquet_keeps_fields_first_seen_after_row_0(tmp_path):
+    path = tmp_path / "kept.parquet"
+    with RecordWriter(path) as writer:
+        writer.write([{"id": 1, "text": "a"}, {"id": 2, "text": "b", "url": "u", "score": 0.5}])
+        writer.write([{"id": 3, "text": "c", "score": 2.0}])
+    assert pq.read_table(path).to_pylist() == [
+        {"id": 1, "text": "a", "url": None, "score": None},
+        {"id": 2, "text": "b", "url": "u", "score": 0.5},
+        {"id": 3, "text": "c", "url": None, "score": 2.0},
+    ]
+
+
+def test_parquet_refuses_a_field_it_cannot_store(tmp_path):
+    path = tmp_path / "kept.parquet"
+    writer = RecordWriter(path)
+    writer.write([{"id": 1}])
+    with pytest.raises(ValueError, match="field 'url' first appears after the first batch"):
+        writer.write([{"id": 2, "url": "u"}])
+    writer.abort()
+    writer = RecordWriter(path)
+    with pytest.raises(ValueError, match=r"do not fit the Parquet columns \(field 'id'"):
+        writer.write([{"id": 1, "text": "a"}, {"id": "x", "text": "b"}])
+    writer.abort()
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
+def test_interrupt_while_closing_leaves_no_temporary_file(tmp_path, monkeypatch, fmt):
+    def interrupted(temporary, path):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(writers, "commit", interrupted)
+    with pytest.raises(KeyboardInterrupt), RecordWriter(tmp_path / f"kept.{fmt}") as writer:
+        writer.write([{"id": 1}])
+    assert os.listdir(tmp_path) == []
+
+
+def test_interrupt_while_opening_leaves_no_temporary_file(tmp_path, monkeypatch):
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "fdopen", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        RecordWriter(tmp_path / "kept.jsonl")
+    monkeypatch.setattr(os, "chmod", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        _atomic.temporary_beside(tmp_path / "kept.jsonl")
+    assert os.listdir(tmp_path) == []
