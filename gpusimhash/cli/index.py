@@ -1,7 +1,9 @@
 """The ``gpusimhash index`` commands: build, add to, query and describe a SimHashIndex on disk.
 
 An index folder is what ``SimHashIndex.save`` writes (FAISS's binary index, tombstones and a
-checksummed manifest with bits, seed and the featurizer). Ids are int64: ``--id-field`` values
+checksummed manifest with bits, seed and the featurizer). ``build`` and ``add`` hold the folder's
+writer lock from start to end, so concurrent ones run one after the other; ``query`` and
+``stats`` never wait for them and load the index as it was before or after. Ids are int64: ``--id-field`` values
 must be integers (or integer strings, as CSV gives); without it, ``build`` numbers documents by
 row and ``add`` continues after the largest id stored.
 """
@@ -181,16 +183,18 @@ def _description(index: SimHashIndex, folder: Path) -> dict[str, Any]:
 def run_build(args: argparse.Namespace) -> int:
     """Run ``gpusimhash index build``."""
     from gpusimhash import SimHashIndex
+    from gpusimhash.io.bundle import writing
 
     path = options.check_readable(args.input)
     folder = options.prepare_folder(args.out)
-    if (folder / "manifest.json").exists() and not args.force:
-        raise UserError(f"{folder} already holds an index: use --force to replace it")
-    index = SimHashIndex(
-        args.bits, kind=args.kind, seed=args.seed, featurizer=options.featurizer_from(args)
-    )
-    added = _fill(index, args, path, first_build=True)
-    index.save(folder)
+    with writing(folder):  # a concurrent build or add into the folder waits
+        if (folder / "manifest.json").exists() and not args.force:
+            raise UserError(f"{folder} already holds an index: use --force to replace it")
+        index = SimHashIndex(
+            args.bits, kind=args.kind, seed=args.seed, featurizer=options.featurizer_from(args)
+        )
+        added = _fill(index, args, path, first_build=True)
+        index.save(folder)
     summary = {"added": added, **_description(index, folder)}
     options.emit(args, summary, {f"gpusimhash index build: {folder}": summary})
     return 0
@@ -198,11 +202,18 @@ def run_build(args: argparse.Namespace) -> int:
 
 def run_add(args: argparse.Namespace) -> int:
     """Run ``gpusimhash index add``."""
+    from gpusimhash.io.bundle import writing
+
     path = options.check_readable(args.input)
     folder = Path(args.index)
-    index = _load(folder)
-    added = _fill(index, args, path, first_build=False)
-    index.save(folder)
+    if not folder.is_dir():
+        raise UserError(f"cannot add to {folder}: no such index folder")
+    # load, add and save under the folder's writer lock: a concurrent add waits, then adds to
+    # this one's result (no lost update, ids continue after the largest)
+    with writing(folder):
+        index = _load(folder)
+        added = _fill(index, args, path, first_build=False)
+        index.save(folder)
     summary = {"added": added, **_description(index, folder)}
     options.emit(args, summary, {f"gpusimhash index add: {folder}": summary})
     return 0
