@@ -10,6 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpusimhash._cpu._runtime import ensure_cache_location, parallel_call
+
+ensure_cache_location()  # before any compiled loop of this package is defined
+
 from gpusimhash._cpu._loops import accumulate_codes
 from gpusimhash.features import FeatureBatch
 from gpusimhash.fixedpoint import quantize
@@ -35,4 +39,5 @@ def fingerprint_batch(batch: FeatureBatch, *, bits: int, seed: int) -> np.ndarra
     """
     hashes = seed_states(batch.states, seed)
     weights = quantize(batch.entry_weights(), batch.offsets)
-    return accumulate_codes(hashes, np.ascontiguousarray(batch.offsets), weights, bits)
+    offsets = np.ascontiguousarray(batch.offsets)
+    return parallel_call(accumulate_codes, hashes, offsets, weights, bits)
