@@ -3,7 +3,7 @@
 //
 // Thread mapping: one block per tile of query_tile queries, blocks striding over the tiles. The
 // stored codes stream through dynamic shared memory in chunks of `chunk` codes, twice:
-//   1. every thread takes (query, code) pairs of the chunk and adds one to the query's
+//   1. every thread takes (code, query) pairs of the chunk and adds one to the query's
 //      histogram of distances (shared int32 atomics, bits + 1 bins per query); from the
 //      histogram, one thread per query finds the threshold T, the smallest distance with at
 //      least k codes at or below it, the count `less` below it and the ties `need` = k - less;
@@ -63,9 +63,11 @@ __global__ void knn_topk(const unsigned long long* stored, long long n_stored,
                 chunk_codes[i] = stored[first * nw + i];
             }
             __syncthreads();
+            // neighbouring lanes take different queries of one code: their histogram bins are
+            // far apart, so the shared atomics rarely collide
             for (int item = threadIdx.x; item < n_tile * n_chunk; item += blockDim.x) {
-                const int q = item / n_chunk;
-                const int c = item - q * n_chunk;
+                const int c = item / n_tile;
+                const int q = item - c * n_tile;
                 const int d = code_distance<Words>(query_codes + q * nw, chunk_codes + c * nw,
                                                    n_words);
                 atomicAdd(histograms + q * (bits + 1) + d, 1);

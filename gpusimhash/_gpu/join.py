@@ -70,7 +70,11 @@ class JoinSettings:
     tile_cols : int
         Columns of a ``join_tiles`` tile (codes staged in shared memory).
     pair_capacity : int
-        Output slots of a launch before the first overflow; grown to the exact size after.
+        Output slots of a join's first launch, at least: ``pairs_per_code`` times the distinct
+        codes when that is more. A launch that overflows is rerun at the exact size, and the
+        join's later launches keep the larger capacity.
+    pairs_per_code : float
+        See ``pair_capacity``.
     big_capacity : int
         Slots for oversized bucket pairs, likewise.
     big_pairs : int
@@ -90,14 +94,15 @@ class JoinSettings:
     """
 
     tile_cols: int = 256
-    pair_capacity: int = 1 << 20
+    pair_capacity: int = 1 << 16
+    pairs_per_code: float = 2.0
     big_capacity: int = 1 << 12
     big_pairs: int = 1 << 14
     brute_force_max: int = 8192
     max_key_bits: int = 22
     sample_size: int = 1 << 16
     blocks: int | None = None
-    knn_query_tile: int = 64
+    knn_query_tile: int = 32
     knn_chunk: int = 512
     shared_bytes: int = 48 * 1024
 
@@ -242,6 +247,7 @@ class DeviceJoin:
         self.launch = launch
         self.settings = JoinSettings() if settings is None else settings
         self.stats = JoinStats()
+        self._capacity = self.settings.pair_capacity
 
     # ---- codes ---------------------------------------------------------------------------
 
@@ -394,6 +400,8 @@ class DeviceJoin:
             return xp.zeros((0, 2), dtype=xp.int64)
         plan = self.plan(unique_words, bits, radius)
         self.stats.plan = plan
+        settings = self.settings
+        self._capacity = max(settings.pair_capacity, int(settings.pairs_per_code * n))
         found: list[Any] = []
         if plan is None:
             rects = xp.asarray([[0, n, 0, n]], dtype=xp.int64)
@@ -426,7 +434,7 @@ class DeviceJoin:
         masks = xp.asarray(neighbour_masks(hi - lo, plan.block_radius))
         bounds = xp.asarray(plan.bounds, dtype=xp.int32)
         settings = self.settings
-        capacity, big_capacity = settings.pair_capacity, settings.big_capacity
+        capacity, big_capacity = self._capacity, settings.big_capacity
         name = f"join_bucket_pairs<{template}>"
         while True:
             pairs = xp.empty(max(capacity, 1), dtype=xp.int64)
@@ -460,6 +468,7 @@ class DeviceJoin:
                 break
             self.stats.reruns += 1
             capacity, big_capacity = max(capacity, n_found), max(big_capacity, n_big)
+            self._capacity = capacity
         found = [pairs[:n_found]]
         if n_big:
             self.stats.big_bucket_pairs += n_big
@@ -496,7 +505,7 @@ class DeviceJoin:
         if n_tiles == 0:
             return xp.zeros(0, dtype=xp.int64)
         bounds = xp.asarray(plan.bounds, dtype=xp.int32)
-        capacity = self.settings.pair_capacity
+        capacity = self._capacity
         name = f"join_tiles<{template}>"
         while True:
             pairs = xp.empty(max(capacity, 1), dtype=xp.int64)
@@ -523,7 +532,7 @@ class DeviceJoin:
             if n_found <= capacity:
                 return pairs[:n_found]
             self.stats.reruns += 1
-            capacity = n_found
+            capacity = self._capacity = n_found
 
     def _launch(
         self, name: str, n_items: int, args: tuple[Any, ...], shared_bytes: int = 0

@@ -68,7 +68,13 @@ def test_rare_paths_on_the_device(blocks: int) -> None:
     rng = np.random.default_rng(blocks)
     codes = _clustered(rng, 3000, 64, 3)
     settings = gpu_join.JoinSettings(
-        blocks=blocks, pair_capacity=3, big_capacity=1, big_pairs=16, tile_cols=8, max_key_bits=16
+        blocks=blocks,
+        pair_capacity=3,
+        pairs_per_code=0.0,
+        big_capacity=1,
+        big_pairs=16,
+        tile_cols=8,
+        max_key_bits=16,
     )
     join = gpu_join.DeviceJoin(cupy, kernels.Launcher(), settings)
     inverse, unique_pairs = join.groups(cupy.asarray(codes), 6)

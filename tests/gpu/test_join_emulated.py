@@ -36,7 +36,13 @@ from gpusimhash.search._join import DuplicateGroups
 
 # Settings that send a few hundred codes down every path: capacities of a few pairs (reruns),
 # bucket pairs of more than 12 compares to join_tiles, tiles of 8 columns.
-TINY = {"pair_capacity": 2, "big_capacity": 1, "big_pairs": 12, "tile_cols": 8}
+TINY: dict[str, Any] = {
+    "pair_capacity": 2,
+    "pairs_per_code": 0.0,
+    "big_capacity": 1,
+    "big_pairs": 12,
+    "tile_cols": 8,
+}
 
 
 def _join(library: ctypes.CDLL, threads: int = 32, grid: int = 3, **overrides: Any) -> DeviceJoin:
