@@ -267,6 +267,8 @@ class DeviceJoin:
         xp = self.xp
         n, width = codes.shape
         n_words, template = word_layout(width)
+        if width == n_words * 8:  # no padding: a view
+            return xp.ascontiguousarray(codes).view(xp.uint64), template
         padded = xp.zeros((n, n_words * 8), dtype=xp.uint8)
         padded[:, :width] = codes
         return padded.view(xp.uint64), template
