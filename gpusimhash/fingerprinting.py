@@ -14,6 +14,7 @@ from gpusimhash import _backend, _cpu, _validate
 from gpusimhash._batching import chunks
 from gpusimhash.features import FeatureBatch
 from gpusimhash.text import TextFeaturizer
+from gpusimhash.utf8 import Utf8Texts, is_arrow_text
 from gpusimhash.vectors import sparse_batches, vectors_batch
 
 DEFAULT_BATCH_SIZE = 131_072
@@ -135,7 +136,15 @@ def _batches(
     featurizer: TextFeaturizer,
     batch_size: int,
 ) -> Iterator[tuple[str, int, Any]]:
-    """Yield ``(kind, first_index, batch)``: text lists for ``"text"``, else FeatureBatches."""
+    """Yield ``(kind, first_index, batch)``: str lists, Utf8Texts or FeatureBatches."""
+    if is_arrow_text(vectors):
+        vectors = Utf8Texts.from_arrow(vectors)
+    if isinstance(vectors, Utf8Texts):
+        if vocabulary is not None:
+            raise ValueError("vocabulary= is only for a scipy sparse matrix input")
+        for first in range(0, len(vectors), batch_size):
+            yield "utf8", first, vectors[first : first + batch_size]
+        return
     if sp.issparse(vectors):
         if vocabulary is None:
             raise ValueError("a sparse matrix needs vocabulary= (the feature of each column)")
@@ -183,11 +192,13 @@ def fingerprint(
 
     Parameters
     ----------
-    vectors : sequence or iterable of documents, or scipy sparse matrix
+    vectors : sequence or iterable of documents, scipy sparse matrix, or UTF-8 texts
         Every document of one kind: a mapping ``{feature: weight}``; a list of
         ``(feature, weight)`` pairs; a raw text string (featurized by ``featurizer``); or the
         rows of a sparse matrix whose columns ``vocabulary`` names. Any iterable is consumed
-        once, in batches of ``batch_size`` documents, so memory stays bounded.
+        once, in batches of ``batch_size`` documents, so memory stays bounded. Texts may also
+        come as UTF-8 bytes, with no Python string per document: a `gpusimhash.utf8.Utf8Texts`
+        or a pyarrow ``string``/``large_string`` array (its buffers are read in place).
     bits : int
         Fingerprint length: a multiple of 8 in ``[8, 4096]``.
     seed : int
@@ -214,7 +225,8 @@ def fingerprint(
         A document, feature or weight of the wrong kind (the message names the document).
     ValueError
         A bad ``bits``, ``seed``, ``device`` or ``batch_size``; NaN or infinite weights; a
-        malformed pair; a sparse matrix without a matching vocabulary.
+        malformed pair; a sparse matrix without a matching vocabulary; bytes that are not
+        valid UTF-8 or a null Arrow document.
     RuntimeError
         ``device="gpu"`` where no GPU is usable.
 
@@ -231,9 +243,15 @@ def fingerprint(
     batch_size = _validate.positive_integer(batch_size, "batch_size")
     engine = resolve_device(device)
     featurizer = TextFeaturizer() if featurizer is None else featurizer
+    batches = _batches(vectors, vocabulary, featurizer, batch_size)
+    if engine == "gpu":  # every batch through one pipeline, one copy back at the end
+        from gpusimhash import _gpu
+
+        codes = _gpu.fingerprint_batches(batches, featurizer, bits=bits, seed=seed)
+        return _backend.to_host(codes)
     results = [
-        _fingerprint_one(kind, first, batch, featurizer, engine, bits, seed)
-        for kind, first, batch in _batches(vectors, vocabulary, featurizer, batch_size)
+        _fingerprint_one(kind, first, batch, featurizer, bits, seed)
+        for kind, first, batch in batches
     ]
     if not results:
         return np.zeros((0, bits // 8), dtype=np.uint8)
@@ -241,31 +259,16 @@ def fingerprint(
 
 
 def _fingerprint_one(
-    kind: str,
-    first: int,
-    batch: Any,
-    featurizer: TextFeaturizer,
-    engine: str,
-    bits: int,
-    seed: int,
+    kind: str, first: int, batch: Any, featurizer: TextFeaturizer, bits: int, seed: int
 ) -> np.ndarray:
-    """Fingerprint one batch on the chosen engine, returning host codes."""
-    if engine == "gpu":
-        from gpusimhash import _gpu
-
-        if kind == "text":
-            codes = _gpu.fingerprint_text(
-                batch, featurizer, bits=bits, seed=seed, first_index=first
-            )
-            return _backend.to_host(codes)
-        return _backend.to_host(_gpu.fingerprint_batch(batch, bits=bits, seed=seed))
-    if kind == "text":
+    """Fingerprint one batch on the CPU."""
+    if kind in ("text", "utf8"):
         batch = featurizer.transform(batch, first_index=first)
     return _cpu.fingerprint_batch(batch, bits=bits, seed=seed)
 
 
 def fingerprint_device(
-    documents: FeatureBatch | Sequence[str],
+    documents: FeatureBatch | Sequence[str] | Utf8Texts | Any,
     *,
     bits: int = 64,
     seed: int = 0,
@@ -275,9 +278,9 @@ def fingerprint_device(
 
     Parameters
     ----------
-    documents : FeatureBatch or sequence of str
+    documents : FeatureBatch, sequence of str, Utf8Texts or pyarrow string array
         A batch whose arrays are CuPy (fingerprinted where they are) or NumPy (copied to the
-        device), or raw texts, featurized on the device.
+        device), or raw texts, sent as UTF-8 and featurized on the device.
     bits : int
         Fingerprint length: a multiple of 8 in ``[8, 4096]``.
     seed : int
@@ -297,7 +300,8 @@ def fingerprint_device(
     TypeError
         Arrays of the wrong dtype, or a document that is not a str.
     ValueError
-        Bad ``bits`` or ``seed``, malformed offsets, NaN or infinite weights.
+        Bad ``bits`` or ``seed``, malformed offsets, NaN or infinite weights, bytes that are
+        not valid UTF-8.
 
     Examples
     --------
@@ -311,9 +315,12 @@ def fingerprint_device(
     cupy = _backend.require_gpu()
     from gpusimhash import _gpu
 
+    if is_arrow_text(documents):
+        documents = Utf8Texts.from_arrow(documents)
     if not isinstance(documents, FeatureBatch):
         featurizer = TextFeaturizer() if featurizer is None else featurizer
-        return _gpu.fingerprint_text(list(documents), featurizer, bits=bits, seed=seed)
+        texts = documents if isinstance(documents, Utf8Texts) else list(documents)
+        return _gpu.fingerprint_text(texts, featurizer, bits=bits, seed=seed)
     if not isinstance(documents.states, cupy.ndarray):
         return _gpu.fingerprint_batch(documents, bits=bits, seed=seed)
     states, offsets, weights = _validate.device_batch(cupy, documents)

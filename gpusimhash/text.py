@@ -20,9 +20,11 @@ from gpusimhash import _segments
 from gpusimhash._batching import chunks
 from gpusimhash._choices import ANALYZERS, WEIGHTINGS
 from gpusimhash._cpu._loops import word_runs
+from gpusimhash._cpu._utf8_loops import utf8_tokens
 from gpusimhash.features import FeatureBatch
 from gpusimhash.hashing import FNV_OFFSET_BASIS, feature_states, fnv1a_continue, fnv1a_step
 from gpusimhash.unicode_tables import load_tables
+from gpusimhash.utf8 import Utf8Texts
 
 SPACE = 0x20
 CONFIG_VERSION = 1
@@ -42,6 +44,8 @@ class Tokens:
         The document each token belongs to (non-decreasing).
     n_docs : int
         Number of documents in the batch.
+    states : ndarray, shape (n_tokens,), dtype uint32, or None
+        Each token's FNV-1a state, when the tokenizer computed it on the way.
     """
 
     code_points: np.ndarray
@@ -49,6 +53,7 @@ class Tokens:
     lengths: np.ndarray
     doc: np.ndarray
     n_docs: int
+    states: np.ndarray | None = None
 
 
 def _code_points(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -83,6 +88,44 @@ def tokenize(texts: Sequence[str], *, lowercase: bool = True) -> Tokens:
     return Tokens(code_points, starts, lengths, doc, len(texts))
 
 
+def tokenize_utf8(texts: Utf8Texts, *, lowercase: bool = True, first_index: int = 0) -> Tokens:
+    """Split a batch of UTF-8 documents into word tokens, with no Python string per document.
+
+    The same tokens as ``tokenize(texts.to_strings())``, found by one compiled pass over the
+    bytes (``_cpu._utf8_loops``); ``code_points`` holds the tokens' code points only.
+
+    Parameters
+    ----------
+    texts : Utf8Texts
+        The documents.
+    lowercase : bool
+        Map every code point through the shipped simple lower-case table first.
+    first_index : int
+        Position of the first document in the caller's input, for error messages.
+
+    Returns
+    -------
+    Tokens
+        Tokens in document order, with their states.
+
+    Raises
+    ------
+    ValueError
+        Bytes that are not valid UTF-8 (the message names the document).
+    """
+    tables = load_tables()
+    code_points, starts, lengths, doc, states, error = utf8_tokens(
+        texts.data, texts.offsets, tables.word, tables.lower, lowercase
+    )
+    if error >= 0:
+        bad = int(np.searchsorted(texts.offsets, error, side="right")) - 1
+        raise ValueError(
+            f"document {first_index + bad}: not valid UTF-8 "
+            f"(byte {error - int(texts.offsets[bad])} of the document)"
+        )
+    return Tokens(code_points, starts, lengths, doc, len(texts), states)
+
+
 def _doc_ranges(doc: np.ndarray, n_docs: int) -> tuple[np.ndarray, np.ndarray]:
     """Return the first item index and the item count of each document (items sorted by doc)."""
     counts = np.bincount(doc, minlength=n_docs).astype(np.int64)
@@ -113,6 +156,8 @@ def word_ngram_states(tokens: Tokens, n: int) -> tuple[np.ndarray, np.ndarray]:
         The document of each feature, non-decreasing.
     """
     if n == 1:
+        if tokens.states is not None:
+            return tokens.states, tokens.doc
         return _fnv1a_spans(tokens.code_points, tokens.starts, tokens.lengths), tokens.doc
     first, span, doc = _segments.windows(*_doc_ranges(tokens.doc, tokens.n_docs), n)
     states = _fnv1a_spans(tokens.code_points, tokens.starts[first], tokens.lengths[first])
@@ -319,9 +364,14 @@ class TextFeaturizer:
         self._frequencies = frequencies
         return self
 
-    def _feature_occurrences(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    def _feature_occurrences(
+        self, texts: Sequence[str] | Utf8Texts, first_index: int = 0
+    ) -> tuple[np.ndarray, np.ndarray]:
         """States and documents of every feature occurrence in a batch."""
-        tokens = tokenize(texts, lowercase=self.lowercase)
+        if isinstance(texts, Utf8Texts):
+            tokens = tokenize_utf8(texts, lowercase=self.lowercase, first_index=first_index)
+        else:
+            tokens = tokenize(texts, lowercase=self.lowercase)
         if self.analyzer == "word":
             return word_ngram_states(tokens, self.ngram)
         return char_ngram_states(tokens, self.ngram)
@@ -356,13 +406,13 @@ class TextFeaturizer:
         assert frequencies is not None  # tfidf is fitted: _check_fitted raised otherwise
         return counts * frequencies.idf(states)
 
-    def transform(self, texts: Sequence[str], *, first_index: int = 0) -> FeatureBatch:
+    def transform(self, texts: Sequence[str] | Utf8Texts, *, first_index: int = 0) -> FeatureBatch:
         """Featurize a batch of texts.
 
         Parameters
         ----------
-        texts : sequence of str
-            The documents.
+        texts : sequence of str, or Utf8Texts
+            The documents (UTF-8 bytes are tokenized without a Python string per document).
         first_index : int
             Position of ``texts[0]`` in the caller's whole input, for error messages.
 
@@ -377,11 +427,12 @@ class TextFeaturizer:
         TypeError
             A document that is not a str.
         ValueError
-            ``tfidf`` weighting before ``fit``.
+            ``tfidf`` weighting before ``fit``; bytes that are not valid UTF-8.
         """
-        check_texts(texts, first_index)
+        if not isinstance(texts, Utf8Texts):
+            check_texts(texts, first_index)
         self._check_fitted()
-        states, doc = self._feature_occurrences(texts)
+        states, doc = self._feature_occurrences(texts, first_index)
         if self.weighting == "count":
             return FeatureBatch(states, _segments.offsets_of(doc, len(texts)), None)
         states, doc, counts = _count_per_document(states, doc)

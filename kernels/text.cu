@@ -69,3 +69,84 @@ __global__ void text_span_states(const unsigned int* text, const long long* star
         states[span] = state;
     }
 }
+
+// ---- UTF-8 input ----------------------------------------------------------------------------
+//
+// text_decode_utf8 turns a batch of UTF-8 documents (bytes plus byte offsets) into the layout
+// text_classify reads: each document's code points followed by one "\n". Thread mapping: one
+// thread per byte, grid-stride. A lead byte writes its code point at rank - 1 + doc, where rank
+// (an inclusive prefix sum of lead bytes, computed by the caller) counts the code points up to
+// it and doc (a binary search of the offsets) counts the separators before it; the caller fills
+// the output with "\n" first, so the separators need no writes. Validation is Python's strict
+// "utf-8" codec (no overlong forms, nothing above U+10FFFF, no surrogates unless `surrogates`, as
+// with "surrogatepass"); a sequence never crosses a document boundary. The smallest offending
+// byte position goes to *first_error by an integer atomicMin (the caller starts it at ~0).
+
+// Bytes of the sequence a lead byte starts (1-4), or 0 for a continuation or invalid byte.
+static __device__ __forceinline__ int utf8_length(unsigned int lead) {
+    if (lead < 0x80u) return 1;
+    if (lead < 0xC2u) return 0;  // a continuation byte, or an overlong 2-byte lead
+    if (lead < 0xE0u) return 2;
+    if (lead < 0xF0u) return 3;
+    if (lead < 0xF5u) return 4;
+    return 0;
+}
+
+// data         uint8  (n,)            the documents' bytes
+// offsets      int64  (n_docs + 1,)   byte offsets, from 0 to n
+// rank         int64  (n,)            inclusive prefix sum of (data[i] & 0xC0) != 0x80
+// surrogates   int32                  accept encoded surrogates (U+D800..U+DFFF) when non-zero
+// code_points  uint32 (>= rank[n - 1] + n_docs,)  out, pre-filled with "\n"
+// first_error  uint64 (1,)            out: smallest invalid byte position, left alone if none
+__global__ void text_decode_utf8(const unsigned char* data, long long n, const long long* offsets,
+                                 long long n_docs, const long long* rank, int surrogates,
+                                 unsigned int* code_points, unsigned long long* first_error) {
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        // the document holding byte i: the first doc whose end is past i
+        long long low = 0, high = n_docs - 1;
+        while (low < high) {
+            const long long middle = low + (high - low) / 2;
+            if (offsets[middle + 1] > i) {
+                high = middle;
+            } else {
+                low = middle + 1;
+            }
+        }
+        const long long doc = low;
+        const long long begin = offsets[doc];
+        const long long end = offsets[doc + 1];
+        const unsigned int byte = data[i];
+        bool valid = true;
+        if ((byte & 0xC0u) == 0x80u) {
+            // a continuation byte must belong to a lead byte at most 3 bytes back
+            long long back = 1;
+            while (back <= 3 && i - back >= begin && (data[i - back] & 0xC0u) == 0x80u) {
+                ++back;
+            }
+            valid = back <= 3 && i - back >= begin && utf8_length(data[i - back]) > back;
+        } else {
+            const int length = utf8_length(byte);
+            unsigned int code_point = byte;
+            if (length == 0 || i + length > end) {
+                valid = false;
+            } else if (length > 1) {
+                code_point = byte & (0xFFu >> (length + 1));
+                for (int k = 1; k < length; ++k) {
+                    const unsigned int next = data[i + k];
+                    valid = valid && (next & 0xC0u) == 0x80u;
+                    code_point = (code_point << 6) | (next & 0x3Fu);
+                }
+                const unsigned int smallest = length == 2 ? 0x80u : length == 3 ? 0x800u : 0x10000u;
+                valid = valid && code_point >= smallest && code_point <= 0x10FFFFu;
+                valid = valid && (surrogates || code_point < 0xD800u || code_point > 0xDFFFu);
+            }
+            if (valid) {
+                code_points[rank[i] - 1 + doc] = code_point;
+            }
+        }
+        if (!valid) {
+            atomicMin(first_error, (unsigned long long)i);
+        }
+    }
+}

@@ -1,10 +1,10 @@
-"""GPU fingerprinting: the CuPy layer over the xp-generic engine.
+"""GPU fingerprinting: the CuPy layer over the xp-generic engine and pipeline.
 
-``engine.Engine`` is the work, written once over an array module and a kernel launcher;
-``kernels`` finds, compiles and launches the CUDA sources. This layer adds what only a device
-has: compiled modules, Unicode tables uploaded once, batches sized to free device
-memory, and pinned, double-buffered host-to-device copies on their own stream that overlap the
-previous batch's kernels.
+``engine.Engine`` is the work and ``pipeline`` the batching, staging and overlap, both written
+once over an array module (the tests drive them with NumPy and the emulated kernels);
+``kernels`` finds, compiles and launches the CUDA sources. This layer adds only what needs a
+device: the engine with its Unicode tables uploaded once, the staging (two persistent pinned
+host buffers and device buffers, one copy stream, events), and batch budgets from free memory.
 
 Nothing here imports CuPy at import time: ``_backend.require_gpu()`` hands it over on first use.
 """
@@ -12,21 +12,20 @@ Nothing here imports CuPy at import time: ``_backend.require_gpu()`` hands it ov
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
 from gpusimhash import _backend
-from gpusimhash._gpu.engine import Engine, encode_texts, split_documents
+from gpusimhash._gpu import pipeline
+from gpusimhash._gpu.engine import Engine
 from gpusimhash._gpu.kernels import Launcher
 from gpusimhash.features import FeatureBatch
 from gpusimhash.text import TextFeaturizer, check_texts
 from gpusimhash.unicode_tables import load_tables
+from gpusimhash.utf8 import Utf8Texts
 
-# Device bytes budgeted per entry (accumulation) and per code point (text), temporaries included.
-BYTES_PER_ENTRY = 64
-BYTES_PER_CODE_POINT = 160
 # Share of the free device memory one batch may use.
 MEMORY_FRACTION = 0.5
 
@@ -43,6 +42,51 @@ def device_engine() -> Engine:
     return Engine(cupy, Launcher(), device_tables)
 
 
+class _Staging:
+    """`pipeline.Staging` on CuPy: pinned host buffers, device buffers, a copy stream, events."""
+
+    def __init__(self) -> None:
+        self.cupy = _backend.require_gpu()
+        self.stream = self.cupy.cuda.Stream(non_blocking=True)
+        self.host: list[np.ndarray] = [np.zeros(0, np.uint8)] * pipeline.SLOTS
+        self.device: list[Any] = [self.cupy.zeros(0, self.cupy.uint8)] * pipeline.SLOTS
+
+    def host_buffer(self, slot: int, nbytes: int) -> np.ndarray:
+        if self.host[slot].size < nbytes:  # the pipeline synchronized the slot's last copy
+            import cupyx  # ships with CuPy; reached only once a GPU is known usable
+
+            self.host[slot] = cupyx.empty_pinned(max(nbytes, 2 * self.host[slot].size), np.uint8)
+        return self.host[slot]
+
+    def device_buffer(self, slot: int, nbytes: int) -> Any:
+        if self.device[slot].size < nbytes:  # allocated on the compute stream, ordered after it
+            self.device[slot] = self.cupy.empty(max(nbytes, 2 * self.device[slot].size), np.uint8)
+        return self.device[slot]
+
+    def copy(self, slot: int, nbytes: int) -> Any:
+        if nbytes:
+            self.device[slot][:nbytes].set(self.host[slot][:nbytes], stream=self.stream)
+        return self.stream.record()
+
+    def record_compute(self) -> Any:
+        return self.cupy.cuda.get_current_stream().record()
+
+    def compute_waits(self, event: Any) -> None:
+        self.cupy.cuda.get_current_stream().wait_event(event)
+
+    def copy_waits(self, event: Any) -> None:
+        self.stream.wait_event(event)
+
+    def synchronize(self, event: Any) -> None:
+        event.synchronize()
+
+
+@functools.cache
+def device_pipeline() -> pipeline.Pipeline:
+    """Return the process's pipeline: persistent staging buffers and one copy stream."""
+    return pipeline.Pipeline(_Staging())
+
+
 def _memory_budget(bytes_per_item: int) -> int:
     """Items of ``bytes_per_item`` that fit in the budgeted share of free device memory."""
     cupy = _backend.require_gpu()
@@ -51,153 +95,80 @@ def _memory_budget(bytes_per_item: int) -> int:
     return max(1, int(free * MEMORY_FRACTION) // bytes_per_item)
 
 
-class _Uploader:
-    """Host-to-device copies through pinned buffers on a copy stream, double-buffered.
-
-    ``upload`` returns at once: the copy runs on its own stream while the compute stream works
-    on the previous batch, and the compute stream waits for it only where the data is used.
-    The copy stream first waits for the compute work enqueued so far, so device memory freed by
-    earlier batches is never overwritten while a kernel still reads it.
-    """
-
-    def __init__(self) -> None:
-        self.cupy = _backend.require_gpu()
-        self.stream = self.cupy.cuda.Stream(non_blocking=True)
-        self.pending: list[tuple[Any, list[np.ndarray]]] = []
-
-    def upload(self, arrays: Sequence[np.ndarray | None]) -> tuple[list[Any], Any]:
-        """Start copying host arrays (None passes through); return device arrays and an event."""
-        import cupyx  # the CuPy extras ship with CuPy; only reached once a GPU is known usable
-
-        cupy = self.cupy
-        while len(self.pending) >= 2:  # keep two batches' pinned buffers alive at most
-            event, _ = self.pending.pop(0)
-            event.synchronize()
-        self.stream.wait_event(cupy.cuda.get_current_stream().record())
-        pinned_buffers: list[np.ndarray] = []
-        device_arrays: list[Any] = []
-        with self.stream:
-            for array in arrays:
-                if array is None:
-                    device_arrays.append(None)
-                    continue
-                pinned = cupyx.empty_pinned(array.shape, array.dtype)
-                np.copyto(pinned, array)
-                device = cupy.empty(array.shape, array.dtype)
-                device.set(pinned, stream=self.stream)
-                pinned_buffers.append(pinned)
-                device_arrays.append(device)
-        event = self.stream.record()
-        self.pending.append((event, pinned_buffers))
-        return device_arrays, event
-
-
-def _pipelined(
-    ranges: list[tuple[int, int]],
-    prepare: Callable[[int, int], list[np.ndarray | None]],
-    compute: Callable[[list[Any]], Any],
-    codes: Any,
-) -> Any:
-    """Run ``compute`` on each range's uploaded arrays while the next range is copied."""
+def _codes(results: list[Any], bits: int) -> Any:
+    """One device array of the jobs' codes."""
     cupy = _backend.require_gpu()
-    uploader = _Uploader()
-    compute_stream = cupy.cuda.get_current_stream()
-    if not ranges:
-        return codes
-    upcoming = uploader.upload(prepare(*ranges[0]))
-    for index, (start, stop) in enumerate(ranges):
-        arrays, event = upcoming
-        if index + 1 < len(ranges):
-            upcoming = uploader.upload(prepare(*ranges[index + 1]))
-        compute_stream.wait_event(event)
-        codes[start:stop] = compute(arrays)
-    return codes
+    if not results:
+        return cupy.zeros((0, bits // 8), dtype=cupy.uint8)
+    return results[0] if len(results) == 1 else cupy.concatenate(results)
+
+
+def jobs(
+    kind: str, first: int, batch: Any, featurizer: TextFeaturizer, *, bits: int, seed: int
+) -> Iterator[pipeline.Job]:
+    """Return the pipeline jobs of one input batch (``"text"``, ``"utf8"`` or ``"vectors"``)."""
+    engine = device_engine()
+    if kind == "vectors":
+        budget = _memory_budget(pipeline.BYTES_PER_ENTRY)
+        return pipeline.feature_jobs(engine, batch, bits=bits, seed=seed, budget=budget)
+    featurizer.weigh(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.uint32))  # fitted?
+    budget = _memory_budget(pipeline.BYTES_PER_CODE_POINT)
+    if kind == "utf8":
+        return pipeline.utf8_jobs(
+            engine, batch, featurizer, bits=bits, seed=seed, budget=budget, first_index=first
+        )
+    check_texts(batch, first)
+    return pipeline.text_jobs(engine, batch, featurizer, bits=bits, seed=seed, budget=budget)
+
+
+def fingerprint_batches(
+    batches: Iterable[tuple[str, int, Any]], featurizer: TextFeaturizer, *, bits: int, seed: int
+) -> Any:
+    """Fingerprint a stream of input batches through one pipeline; codes stay on the device.
+
+    Parameters
+    ----------
+    batches : iterable of (kind, first_index, batch)
+        ``"vectors"`` (FeatureBatch), ``"text"`` (sequence of str) or ``"utf8"`` (Utf8Texts).
+    featurizer : TextFeaturizer
+        For text (fitted, for tfidf).
+    bits, seed : int
+        Validated fingerprint length and seed.
+
+    Returns
+    -------
+    codes : cupy.ndarray, shape (n_docs, bits // 8), dtype uint8
+        Bit-identical to the CPU engine's.
+    """
+    stream = (
+        job
+        for kind, first, batch in batches
+        for job in jobs(kind, first, batch, featurizer, bits=bits, seed=seed)
+    )
+    return _codes(device_pipeline().run(stream), bits)
 
 
 def fingerprint_batch(batch: FeatureBatch, *, bits: int, seed: int) -> Any:
-    """Fingerprint a host FeatureBatch on the GPU.
-
-    Parameters
-    ----------
-    batch : FeatureBatch
-        Validated documents (NumPy arrays).
-    bits, seed : int
-        Validated fingerprint length and seed.
-
-    Returns
-    -------
-    codes : cupy.ndarray, shape (batch.n_docs, bits // 8), dtype uint8
-        Bit-identical to ``gpusimhash._cpu.fingerprint_batch``.
-    """
-    cupy = _backend.require_gpu()
-    engine = device_engine()
-    codes = cupy.zeros((batch.n_docs, bits // 8), dtype=cupy.uint8)
-    offsets = np.asarray(batch.offsets, dtype=np.int64)
-    budget = _memory_budget(BYTES_PER_ENTRY)
-    ranges = list(split_documents(np.diff(offsets), budget))
-
-    def prepare(start: int, stop: int) -> list[np.ndarray | None]:
-        first, last = int(offsets[start]), int(offsets[stop])
-        local = offsets[start : stop + 1] - first
-        plan = engine.plan_tasks(local)  # planned on the host: no device round trip
-        weights = None if batch.weights is None else batch.weights[first:last]
-        return [batch.states[first:last], local, weights, *plan.values()]
-
-    def compute(arrays: list[Any]) -> Any:
-        states, local, weights, *plan = arrays
-        return engine.accumulate(
-            states, local, weights, dict(zip(_PLAN_KEYS, plan, strict=True)), bits=bits, seed=seed
-        )
-
-    return _pipelined(ranges, prepare, compute, codes)
-
-
-_PLAN_KEYS = ("task_docs", "task_starts", "partial_rows", "split_docs")
+    """Fingerprint a host FeatureBatch on the GPU (codes stay there)."""
+    return fingerprint_batches([("vectors", 0, batch)], TextFeaturizer(), bits=bits, seed=seed)
 
 
 def fingerprint_text(
-    texts: Sequence[str], featurizer: TextFeaturizer, *, bits: int, seed: int, first_index: int = 0
+    texts: Sequence[str] | Utf8Texts,
+    featurizer: TextFeaturizer,
+    *,
+    bits: int,
+    seed: int,
+    first_index: int = 0,
 ) -> Any:
-    """Featurize and fingerprint raw texts on the GPU.
-
-    Parameters
-    ----------
-    texts : sequence of str
-        The documents.
-    featurizer : TextFeaturizer
-        How text becomes features (fitted, for tfidf).
-    bits, seed : int
-        Validated fingerprint length and seed.
-    first_index : int
-        Position of ``texts[0]`` in the caller's input, for error messages.
-
-    Returns
-    -------
-    codes : cupy.ndarray, shape (len(texts), bits // 8), dtype uint8
-        Bit-identical to ``_cpu.fingerprint_batch(featurizer.transform(texts), ...)``.
+    """Featurize and fingerprint raw texts (str or UTF-8) on the GPU (codes stay there).
 
     Raises
     ------
     TypeError
         A document that is not a str.
     ValueError
-        ``tfidf`` weighting before ``fit``.
+        ``tfidf`` weighting before ``fit``; bytes that are not valid UTF-8.
     """
-    cupy = _backend.require_gpu()
-    check_texts(texts, first_index)
-    featurizer.weigh(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.uint32))  # fitted?
-    engine = device_engine()
-    codes = cupy.zeros((len(texts), bits // 8), dtype=cupy.uint8)
-    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
-    ranges = list(split_documents(lengths + 1, _memory_budget(BYTES_PER_CODE_POINT)))
-
-    def prepare(start: int, stop: int) -> list[np.ndarray | None]:
-        return list(encode_texts(texts[start:stop], first_index + start))
-
-    def compute(arrays: list[Any]) -> Any:
-        code_points, doc_starts = arrays
-        states, offsets, weights = engine.text_batch(code_points, doc_starts, featurizer)
-        plan = engine.plan_tasks(offsets)
-        return engine.accumulate(states, offsets, weights, plan, bits=bits, seed=seed)
-
-    return _pipelined(ranges, prepare, compute, codes)
+    kind = "utf8" if isinstance(texts, Utf8Texts) else "text"
+    return fingerprint_batches([(kind, first_index, texts)], featurizer, bits=bits, seed=seed)

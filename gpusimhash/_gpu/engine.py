@@ -159,6 +159,58 @@ class Engine:
             )
         return codes
 
+    def decode_utf8(
+        self, data: Any, offsets: Any, *, surrogates: bool = False
+    ) -> tuple[Any, Any, Any]:
+        """UTF-8 documents to the code-point layout of ``text_occurrences``, on the device.
+
+        Parameters
+        ----------
+        data : array, shape (n_bytes,), dtype uint8
+            The documents' bytes, back to back.
+        offsets : array, shape (n_docs + 1,), dtype int64
+            Byte offsets of the documents, from 0 to ``n_bytes``.
+        surrogates : bool
+            Accept encoded surrogates (as ``"surrogatepass"`` writes them) instead of
+            rejecting them as Python's strict ``"utf-8"`` does.
+
+        Returns
+        -------
+        code_points : array, dtype uint32
+            Each document's code points followed by one newline (then more newlines).
+        doc_starts : array, shape (n_docs,), dtype int64
+            Where each document starts in ``code_points``.
+        first_error : array, shape (1,), dtype uint64
+            The first invalid byte position, or ``2**64 - 1`` when the bytes are valid UTF-8.
+            Reading it is the caller's (and the only) host synchronization.
+        """
+        xp = self.xp
+        n_docs = offsets.size - 1
+        n = data.size
+        rank = xp.cumsum((data & 0xC0) != 0x80, dtype=xp.int64)
+        leads_before = xp.zeros(n + 1, dtype=xp.int64)
+        leads_before[1:] = rank
+        doc_starts = leads_before[offsets[:-1]] + xp.arange(n_docs, dtype=xp.int64)
+        # an upper bound of the code points plus separators: no host round trip for the size
+        code_points = xp.full(max(1, n + n_docs), 0x0A, dtype=xp.uint32)
+        first_error = xp.full(1, 2**64 - 1, dtype=xp.uint64)
+        if n:
+            self.launch(
+                "text_decode_utf8",
+                n,
+                (
+                    data,
+                    np.int64(n),
+                    offsets,
+                    np.int64(n_docs),
+                    rank,
+                    np.int32(surrogates),
+                    code_points,
+                    first_error,
+                ),
+            )
+        return code_points, doc_starts, first_error
+
     def text_occurrences(
         self, code_points: Any, doc_starts: Any, featurizer: TextFeaturizer
     ) -> tuple[Any, Any]:

@@ -23,7 +23,7 @@ KERNELS = {
         "simhash_accumulate<false>",
         "simhash_pack_partials",
     ),
-    "text.cu": ("text_classify", "text_span_states"),
+    "text.cu": ("text_classify", "text_span_states", "text_decode_utf8"),
     "join.cu": tuple(
         f"{kernel}<{words}>"
         for kernel in ("join_bucket_pairs", "join_tiles")

@@ -111,3 +111,26 @@ def test_device_entry_point_keeps_codes_on_the_device():
     bad = FeatureBatch(device_batch.states, device_batch.offsets, device_batch.weights * np.nan)
     with pytest.raises(ValueError, match="finite"):
         fingerprint_device(bad)
+
+
+def test_back_to_back_device_calls_on_host_input():
+    """Review item 5: the second call must not rewrite a pinned buffer under the first's copy."""
+    batches = [_batch(np.random.default_rng(seed), 200_000, 40, True) for seed in (11, 12)]
+    codes = [fingerprint_device(batch, bits=64, seed=2) for batch in batches]
+    for batch, device_codes in zip(batches, codes, strict=True):
+        expected = _cpu.fingerprint_batch(batch, bits=64, seed=2)
+        np.testing.assert_array_equal(device_codes.get(), expected)
+
+
+def test_utf8_and_arrow_input_parity():
+    import pyarrow as pa
+
+    from gpusimhash.utf8 import Utf8Texts
+
+    texts = [t for t in _texts(np.random.default_rng(13), 3000) if "\ud800" not in t]
+    expected = fingerprint(texts, bits=128, seed=6, device="cpu")
+    for documents in (Utf8Texts.from_strings(texts), pa.array(texts), pa.array(texts).slice(0)):
+        gpu = fingerprint(documents, bits=128, seed=6, device="gpu", batch_size=700)
+        np.testing.assert_array_equal(gpu, expected)
+    device_codes = fingerprint_device(pa.array(texts, pa.large_string()), bits=128, seed=6)
+    np.testing.assert_array_equal(device_codes.get(), expected)

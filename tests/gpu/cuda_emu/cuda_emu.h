@@ -151,6 +151,13 @@ inline unsigned long long atomicMax(unsigned long long* address, unsigned long l
     }
     return old;
 }
+inline unsigned long long atomicMin(unsigned long long* address, unsigned long long value) {
+    std::atomic_ref<unsigned long long> target(*address);
+    unsigned long long old = target.load();
+    while (old > value && !target.compare_exchange_weak(old, value)) {
+    }
+    return old;
+}
 
 // ---- intrinsics and device math, with the device's exact semantics ----
 inline long long __double2ll_rn(double x) {

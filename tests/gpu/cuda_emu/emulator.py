@@ -30,6 +30,7 @@ ENTRY_POINTS = {
     "simhash_pack_partials": "emu_simhash_pack_partials",
     "text_classify": "emu_text_classify",
     "text_span_states": "emu_text_span_states",
+    "text_decode_utf8": "emu_text_decode_utf8",
 }
 # the join and kNN kernels, whose entry points take the dynamic shared memory size as well
 SHARED_MEMORY_KERNELS = {
@@ -124,3 +125,78 @@ def engine(
         (tables.word.astype(np.uint8), tables.lower.astype(np.uint32)),
         task_size=task_size,
     )
+
+
+class StagingError(AssertionError):
+    """The pipeline broke a rule that a real device would punish with a data race."""
+
+
+class _Event:
+    def __init__(self, stream: str, number: int, slot: int = -1) -> None:
+        self.stream, self.number, self.slot = stream, number, slot
+
+
+class EmulatedStaging:
+    """``gpusimhash._gpu.pipeline.Staging`` on NumPy that checks the device's ordering rules.
+
+    Copies happen at once, but a copy counts as in flight until the host synchronizes its
+    event (or a later one of the copy stream), as on a device. It raises StagingError when:
+
+    - a host buffer is handed out for writing while a copy from it may be in flight (a pinned
+      buffer rewritten under a running DMA);
+    - a copy starts into a device buffer that compute work enqueued after the copy stream's
+      last wait may still read.
+    """
+
+    def __init__(self) -> None:
+        self.host = [np.zeros(0, np.uint8) for _ in range(2)]
+        self.device = [np.zeros(0, np.uint8) for _ in range(2)]
+        self.in_flight: dict[int, _Event] = {}  # slot -> its unsynchronized copy
+        self.copies = 0
+        self.computes = 0
+        self.copy_after = -1  # compute events the copy stream has waited for
+        self.read_since: dict[int, int] = {}  # slot -> first compute event reading its copy
+        self.log: list[str] = []
+
+    def host_buffer(self, slot: int, nbytes: int) -> np.ndarray:
+        if slot in self.in_flight:
+            raise StagingError(f"host buffer {slot} rewritten while its copy may be in flight")
+        if self.host[slot].size < nbytes:
+            self.host[slot] = np.zeros(max(nbytes, 2 * self.host[slot].size), np.uint8)
+        return self.host[slot]
+
+    def device_buffer(self, slot: int, nbytes: int) -> np.ndarray:
+        if self.device[slot].size < nbytes:
+            self.device[slot] = np.zeros(max(nbytes, 2 * self.device[slot].size), np.uint8)
+        return self.device[slot]
+
+    def copy(self, slot: int, nbytes: int) -> _Event:
+        reader = self.read_since.get(slot)
+        if reader is not None and self.copy_after < reader:
+            raise StagingError(f"device buffer {slot} overwritten while kernels may read it")
+        self.device[slot][:nbytes] = self.host[slot][:nbytes]
+        event = _Event("copy", self.copies, slot)
+        self.copies += 1
+        self.in_flight[slot] = event
+        self.log.append(f"copy {slot}")
+        return event
+
+    def record_compute(self) -> _Event:
+        event = _Event("compute", self.computes)
+        self.computes += 1
+        return event
+
+    def compute_waits(self, event: _Event) -> None:
+        if event.stream == "copy":  # the work enqueued from now on reads this slot
+            self.read_since[event.slot] = self.computes
+        self.log.append(f"compute waits {event.slot}")
+
+    def copy_waits(self, event: _Event) -> None:
+        if event.stream == "compute":
+            self.copy_after = max(self.copy_after, event.number)
+
+    def synchronize(self, event: _Event) -> None:
+        if event.stream == "copy":  # stream order: every earlier copy has finished too
+            for slot, pending in list(self.in_flight.items()):
+                if pending.number <= event.number:
+                    del self.in_flight[slot]

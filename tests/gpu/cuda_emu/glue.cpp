@@ -60,6 +60,15 @@ void emu_text_span_states(unsigned grid, unsigned block, const unsigned int* tex
     EMU_LAUNCH(grid, block, text_span_states(text, starts, stops, n_spans, states));
 }
 
+void emu_text_decode_utf8(unsigned grid, unsigned block, const unsigned char* data, long long n,
+                          const long long* offsets, long long n_docs, const long long* rank,
+                          int surrogates, unsigned int* code_points,
+                          unsigned long long* first_error) {
+    EMU_LAUNCH(grid, block,
+               text_decode_utf8(data, n, offsets, n_docs, rank, surrogates, code_points,
+                                first_error));
+}
+
 #define EMU_JOIN(WORDS)                                                                         \
     void emu_join_bucket_pairs_##WORDS(                                                         \
         unsigned grid, unsigned block, unsigned long long shared,                               \
