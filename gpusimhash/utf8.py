@@ -109,6 +109,18 @@ class Utf8Texts:
         bounds = self.offsets.tolist()
         return [raw[a:b].decode("utf-8") for a, b in itertools.pairwise(bounds)]
 
+    def code_point_counts(self) -> np.ndarray:
+        """Return each document's length in code points (``len`` of its string).
+
+        Returns
+        -------
+        ndarray, shape (n_docs,), dtype int64
+        """
+        data, offsets = self.compact()
+        leads = np.zeros(data.size + 1, dtype=np.int64)
+        np.cumsum((data & 0xC0) != 0x80, out=leads[1:])
+        return leads[offsets[1:]] - leads[offsets[:-1]]
+
     @classmethod
     def from_strings(cls, texts: Sequence[str]) -> Utf8Texts:
         """Encode Python strings as UTF-8.
@@ -132,7 +144,9 @@ class Utf8Texts:
         return cls(np.frombuffer(b"".join(encoded), dtype=np.uint8), offsets)
 
     @classmethod
-    def from_lines(cls, buffer: bytes | bytearray | memoryview | np.ndarray) -> Utf8Texts:
+    def from_lines(
+        cls, buffer: bytes | bytearray | memoryview | np.ndarray, *, strip_bom: bool = True
+    ) -> Utf8Texts:
         r"""Split newline-delimited bytes into documents, one per line.
 
         Lines end at ``\n``; trailing ``\r`` characters are dropped (as ``rstrip("\r\n")``
@@ -142,13 +156,15 @@ class Utf8Texts:
         Parameters
         ----------
         buffer : bytes-like or uint8 ndarray
+        strip_bom : bool
+            Drop a byte order mark at the start (False for a block from inside a file).
 
         Returns
         -------
         Utf8Texts
         """
         data = buffer if isinstance(buffer, np.ndarray) else np.frombuffer(buffer, np.uint8)
-        skip = 3 if data[:3].tobytes() == _BOM else 0
+        skip = 3 if strip_bom and data[:3].tobytes() == _BOM else 0
         newlines = np.flatnonzero(data == _NEWLINE)
         ends = newlines
         if data.size and (newlines.size == 0 or newlines[-1] != data.size - 1):

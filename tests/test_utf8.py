@@ -1,0 +1,109 @@
+"""Utf8Texts: Arrow views, newline splitting, and CPU codes equal to the str path's."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpusimhash import fingerprint
+from gpusimhash.text import TextFeaturizer
+from gpusimhash.utf8 import Utf8Texts
+
+TEXTS = ["The cat sat", "", "ÄÖÜ straße İstanbul ΣΑΣ 𝐀𝐁c 😀 x_y", "a\nb", "日本語 テキスト", " ,, "]
+
+
+def test_arrow_arrays_are_viewed_in_place():
+    for kind in (pa.string(), pa.large_string()):
+        array = pa.array(TEXTS, kind)
+        texts = Utf8Texts.from_arrow(array)
+        assert texts.to_strings() == TEXTS
+        assert np.shares_memory(texts.data, np.frombuffer(array.buffers()[2], np.uint8))
+        assert Utf8Texts.from_arrow(array.slice(2, 3)).to_strings() == TEXTS[2:5]
+    chunked = pa.chunked_array([TEXTS[:2], TEXTS[2:]])
+    assert Utf8Texts.from_arrow(chunked).to_strings() == TEXTS
+    assert len(Utf8Texts.from_arrow(pa.array([], pa.string()))) == 0
+
+
+def test_arrow_errors():
+    with pytest.raises(ValueError, match="document 1: null"):
+        Utf8Texts.from_arrow(pa.array(["a", None]))
+    with pytest.raises(TypeError, match="string or large_string"):
+        Utf8Texts.from_arrow(pa.array([1, 2]))
+
+
+def test_constructor_checks():
+    with pytest.raises(TypeError, match="uint8"):
+        Utf8Texts(np.zeros(3, np.int32), np.array([0, 3]))
+    with pytest.raises(ValueError, match="non-decreasing"):
+        Utf8Texts(np.zeros(3, np.uint8), np.array([0, 2, 1]))
+    with pytest.raises(ValueError, match="within data"):
+        Utf8Texts(np.zeros(3, np.uint8), np.array([0, 4]))
+    with pytest.raises(TypeError, match="slices"):
+        Utf8Texts.from_strings(["a"])[0]
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [b"", b"\n", b"a", b"a\nb", b"a\r\r\nb\r", b"\xef\xbb\xbfx\ny\n", b"\xef\xbb\xbf", b"\n\n"],
+)
+def test_lines_match_the_text_reader(raw):
+    expected = [line.decode().rstrip("\r\n") for line in io.BytesIO(raw)]
+    if expected:
+        expected[0] = expected[0].removeprefix("\ufeff")
+    assert Utf8Texts.from_lines(raw).to_strings() == expected
+
+
+def test_code_point_counts():
+    texts = Utf8Texts.from_strings(TEXTS)
+    assert texts.code_point_counts().tolist() == [len(t) for t in TEXTS]
+    assert texts[2:4].code_point_counts().tolist() == [len(TEXTS[2]), len(TEXTS[3])]
+
+
+@pytest.mark.parametrize(
+    "featurizer",
+    [
+        TextFeaturizer(),
+        TextFeaturizer("word", 3, "logtf", lowercase=False),
+        TextFeaturizer("char", 4),
+    ],
+    ids=repr,
+)
+def test_cpu_codes_equal_the_str_path(featurizer):
+    expected = fingerprint(TEXTS, bits=128, seed=4, device="cpu", featurizer=featurizer)
+    for documents in (Utf8Texts.from_strings(TEXTS), pa.array(TEXTS), pa.array(TEXTS).slice(0)):
+        codes = fingerprint(
+            documents, bits=128, seed=4, device="cpu", featurizer=featurizer, batch_size=4
+        )
+        np.testing.assert_array_equal(codes, expected)
+
+
+ALPHABET = st.sampled_from(
+    list("aAbB zZ_9.,\n\r\t-") + ["é", "É", "İ", "ß", "Σ", "ς", "日", "𝐀", "😀", "\u00a0", "\x00"]
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    texts=st.lists(st.text(alphabet=ALPHABET, max_size=30), max_size=8),
+    analyzer=st.sampled_from(["word", "char"]),
+    ngram=st.integers(1, 3),
+    lowercase=st.booleans(),
+)
+def test_transform_property(texts, analyzer, ngram, lowercase):
+    featurizer = TextFeaturizer(analyzer, ngram, "logtf", lowercase=lowercase)
+    expected = featurizer.transform(texts)
+    got = featurizer.transform(Utf8Texts.from_strings(texts))
+    np.testing.assert_array_equal(got.states, expected.states)
+    np.testing.assert_array_equal(got.offsets, expected.offsets)
+    np.testing.assert_array_equal(got.weights, expected.weights)
+
+
+def test_invalid_utf8_names_the_document():
+    texts = Utf8Texts(np.frombuffer(b"okfine\xc3(", np.uint8), np.array([0, 2, 6, 8]))
+    with pytest.raises(ValueError, match="document 7: not valid UTF-8 \\(byte 0"):
+        TextFeaturizer().transform(texts, first_index=5)
