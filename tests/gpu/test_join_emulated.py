@@ -371,3 +371,71 @@ def test_index_device_choices(emulated_gpu: DeviceJoin, tmp_path: Path) -> None:
         loaded.search(index._stored_codes(), 3), index.search(index._stored_codes(), 3), strict=True
     ):
         np.testing.assert_array_equal(got, expected)
+
+
+# ---- the emulation itself -----------------------------------------------------------------------
+
+_INTRINSICS_PROGRAM = r"""
+#include "cuda_emu.h"
+#include <cstdio>
+int main() {
+    unsigned ballots[64] = {};
+    int shuffled[64] = {}, counts[64] = {}, shared_sums[2] = {};
+    cuda_emu::launch(2, 64, [&] {
+        unsigned char* shared = gsh_dynamic_shared();  // 64 bytes for the launch
+        shared[threadIdx.x] = (unsigned char)(threadIdx.x + blockIdx.x);
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            int sum = 0;
+            for (int i = 0; i < 64; ++i) sum += shared[i];
+            shared_sums[blockIdx.x] = sum;
+        }
+        ballots[threadIdx.x] = __ballot_sync(0xffffffffu, threadIdx.x % 3 == 0);
+        shuffled[threadIdx.x] = __shfl_sync(0xffffffffu, (int)threadIdx.x * 10, 7);
+        counts[threadIdx.x] = __popc(ballots[threadIdx.x]) + __popcll(~0ull << threadIdx.x);
+        __syncwarp();
+    }, 64);
+    std::printf("%u %u %d %d %d %d %d %d\n", ballots[0], ballots[40], shuffled[3], shuffled[33],
+                counts[0], counts[63], shared_sums[0], shared_sums[1]);
+    if (DIVERGE) {
+        cuda_emu::launch(1, 32, [&] {
+            if (threadIdx.x != 5) ballots[threadIdx.x] = __ballot_sync(0xffffffffu, 1);
+        });
+    }
+}
+"""
+
+
+@pytest.mark.skipif(emulator.compiler() is None, reason="g++ is not installed")
+def test_emulated_intrinsics(tmp_path: Path) -> None:
+    """Ballots, shuffles, popcounts and dynamic shared memory; divergent warps abort."""
+    import subprocess
+
+    source = tmp_path / "intrinsics.cpp"
+    source.write_text(_INTRINSICS_PROGRAM)
+    outputs = []
+    for diverge in (0, 1):
+        binary = tmp_path / f"intrinsics{diverge}"
+        subprocess.run(
+            [
+                str(emulator.compiler()),
+                "-std=c++20",
+                "-pthread",
+                f"-I{emulator.HERE}",
+                f"-DDIVERGE={diverge}",
+                "-DCUDA_EMU_WARP_TIMEOUT_S=1",
+                str(source),
+                "-o",
+                str(binary),
+            ],
+            check=True,
+        )
+        outputs.append(subprocess.run([str(binary)], capture_output=True, text=True, check=False))
+    fine, diverged = outputs
+    assert fine.returncode == 0, fine.stderr
+    every_third = sum(1 << lane for lane in range(32) if lane % 3 == 0)
+    every_third_of_warp_1 = sum(1 << lane for lane in range(32) if (lane + 32) % 3 == 0)
+    expected = [every_third, every_third_of_warp_1, 70, 390, 11 + 64, 11 + 1, 2016, 2080]
+    assert [int(value) for value in fine.stdout.split()] == expected
+    assert diverged.returncode != 0
+    assert "not reached by every lane" in diverged.stderr

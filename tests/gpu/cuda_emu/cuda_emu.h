@@ -8,21 +8,26 @@
 // Warps: threads 32w .. 32w + 31 form warp w, with a barrier of their own. The warp intrinsics
 // (__ballot_sync, __shfl_sync, __syncwarp) exchange values through per-warp slots between two
 // waits on that barrier, so every lane of the warp must reach the same call, as the full mask
-// 0xffffffff demands on the device; a block whose size is not a multiple of 32 or another mask
-// aborts. Dynamic shared memory (gsh_dynamic_shared() in kernels/common.cuh) is one buffer of the
+// 0xffffffff demands on the device; a block whose size is not a multiple of 32, another mask, or
+// a warp whose lanes do not all arrive within a minute (divergent code) aborts rather than hangs.
+// Dynamic shared memory (gsh_dynamic_shared() in kernels/common.cuh) is one buffer of the
 // launch's shared_bytes, shared by the block's threads and reused block after block; it starts
 // filled with 0xA5 bytes, never zeros, so a kernel that reads before writing shows it.
 #pragma once
 
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
 #include <barrier>
+#include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -48,8 +53,45 @@ namespace cuda_emu {
 inline std::barrier<>* block_barrier = nullptr;
 inline unsigned char* dynamic_shared = nullptr;
 
+// The barrier of one warp's lanes; aborts when they do not all arrive within a minute.
+#ifndef CUDA_EMU_WARP_TIMEOUT_S
+#define CUDA_EMU_WARP_TIMEOUT_S 60
+#endif
+class WarpBarrier {
+  public:
+    explicit WarpBarrier(std::ptrdiff_t lanes) : lanes_(lanes) {}
+
+    void arrive_and_wait() {
+        std::unique_lock<std::mutex> lock(mutex_);
+        const unsigned long long generation = generation_;
+        if (++arrived_ == lanes_) {
+            arrived_ = 0;
+            ++generation_;
+            changed_.notify_all();
+            return;
+        }
+        const auto limit = std::chrono::seconds(CUDA_EMU_WARP_TIMEOUT_S);
+        const bool released =
+            changed_.wait_for(lock, limit, [&] { return generation_ != generation; });
+        if (!released) {
+            std::fprintf(stderr,
+                         "cuda_emu: warp %u of block %u: a warp intrinsic not reached by every "
+                         "lane within %d s (divergent __ballot_sync/__shfl_sync/__syncwarp?)\n",
+                         threadIdx.x / 32, blockIdx.x, CUDA_EMU_WARP_TIMEOUT_S);
+            std::abort();
+        }
+    }
+
+  private:
+    std::mutex mutex_;
+    std::condition_variable changed_;
+    std::ptrdiff_t lanes_;
+    std::ptrdiff_t arrived_ = 0;
+    unsigned long long generation_ = 0;
+};
+
 struct Warp {
-    std::unique_ptr<std::barrier<>> barrier;
+    std::unique_ptr<WarpBarrier> barrier;
     unsigned long long slots[32];
 };
 inline std::vector<Warp>* warps = nullptr;
@@ -66,7 +108,7 @@ inline void launch(unsigned int grid_size, unsigned int block_size,
     std::vector<Warp> block_warps((block_size + 31) / 32);
     for (std::size_t w = 0; w < block_warps.size(); ++w) {
         const std::ptrdiff_t lanes = std::min<std::ptrdiff_t>(32, block_size - 32 * w);
-        block_warps[w].barrier = std::make_unique<std::barrier<>>(lanes);
+        block_warps[w].barrier = std::make_unique<WarpBarrier>(lanes);
     }
     warps = &block_warps;
     std::vector<std::thread> threads;
