@@ -19,6 +19,7 @@ _PUBLIC = {
     "TextFeaturizer": "gpusimhash.text",
     "approximate_near_duplicate_groups": "gpusimhash.search.lsh",
     "approximate_near_duplicates": "gpusimhash.search.lsh",
+    "candidate_radius": "gpusimhash.search.verify",
     "candidates": "gpusimhash.codes",
     "cluster_labels": "gpusimhash.search.clusters",
     "cluster_near_duplicates": "gpusimhash.search.clusters",
@@ -33,6 +34,9 @@ _PUBLIC = {
     "near_duplicate_groups": "gpusimhash.search.exact",
     "near_duplicates": "gpusimhash.search.exact",
     "radius_recall": "gpusimhash.search._join",
+    "star_clusters": "gpusimhash.search.clusters",
+    "verified_near_duplicates": "gpusimhash.search.verify",
+    "verify_pairs": "gpusimhash.search.verify",
 }
 
 __all__ = [
@@ -43,6 +47,7 @@ __all__ = [
     "__version__",
     "approximate_near_duplicate_groups",
     "approximate_near_duplicates",
+    "candidate_radius",
     "candidates",
     "cluster_labels",
     "cluster_near_duplicates",
@@ -57,6 +62,9 @@ __all__ = [
     "near_duplicate_groups",
     "near_duplicates",
     "radius_recall",
+    "star_clusters",
+    "verified_near_duplicates",
+    "verify_pairs",
 ]
 
 if TYPE_CHECKING:
@@ -69,10 +77,12 @@ if TYPE_CHECKING:
         cluster_near_duplicates,
         cluster_summary,
         keep_one,
+        star_clusters,
     )
     from gpusimhash.search.exact import near_duplicate_groups, near_duplicates
     from gpusimhash.search.index import SimHashIndex
     from gpusimhash.search.lsh import approximate_near_duplicate_groups, approximate_near_duplicates
+    from gpusimhash.search.verify import candidate_radius, verified_near_duplicates, verify_pairs
     from gpusimhash.text import TextFeaturizer
 
 

@@ -1,30 +1,40 @@
-"""Near-duplicate clusters: connected components, one document kept per cluster, a summary.
+"""Near-duplicate clusters: stars or connected components, one document kept per cluster.
 
-Clusters are the connected components of the near-duplicate graph (SciPy's
-``connected_components``): documents linked by a chain of near-duplicate pairs share a cluster,
-even where the two ends are farther apart than the radius. Cluster labels are numbered by
-their smallest member, so the labelling is deterministic.
+Two clusterings of the near-duplicate graph, both deterministic, with cluster labels numbered by
+their smallest member:
+
+* `star_clusters` never chains: documents are visited in keep-policy order, and a document not
+  yet assigned is kept and takes every unassigned document paired with it. Every removed
+  document is paired with the document kept for it, so with verified pairs every removed
+  document reaches the threshold against its kept one.
+* `cluster_labels` gives connected components (SciPy's ``connected_components``): documents
+  linked by a chain of pairs share a cluster, even where the two ends are far apart.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
 from gpusimhash._choices import POLICIES
+from gpusimhash._cpu._verify_loops import star_assign
 from gpusimhash.search._join import DuplicateGroups
 from gpusimhash.search.exact import near_duplicate_groups
 
 __all__ = [
     "POLICIES",
     "ClusterSummary",
+    "StarClusters",
     "cluster_labels",
     "cluster_near_duplicates",
     "cluster_summary",
     "keep_one",
+    "policy_order",
+    "star_clusters",
 ]
 
 
@@ -183,27 +193,179 @@ def keep_one(labels, *, policy: str = "first", lengths=None, scores=None) -> np.
         raise TypeError(f"labels must be integers, got dtype {labels.dtype}")
     labels = labels.astype(np.int64).reshape(-1)
     n = labels.size
-    if policy not in POLICIES:
-        raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
-    if policy == "first":
-        value = np.zeros(n)
-    else:
-        name, given = ("lengths", lengths) if policy == "longest" else ("scores", scores)
-        if given is None:
-            raise ValueError(f"policy {policy!r} needs {name}=")
-        value = np.asarray(given, dtype=np.float64)
-        if value.shape != (n,):
-            raise ValueError(f"{name} must have shape ({n},), got {value.shape}")
-        if np.isnan(value).any():
-            raise ValueError(
-                f"{name} must not contain NaN (document {int(np.isnan(value).argmax())})"
-            )
-    order = np.lexsort((np.arange(n), -value, labels))
+    rank = np.empty(n, dtype=np.int64)
+    rank[policy_order(n, policy=policy, lengths=lengths, scores=scores)] = np.arange(n)
+    order = np.lexsort((rank, labels))
     first_of_cluster = np.ones(n, dtype=bool)
     first_of_cluster[1:] = labels[order][1:] != labels[order][:-1]
     keep = np.zeros(n, dtype=bool)
     keep[order[first_of_cluster]] = True
     return keep
+
+
+def policy_order(
+    n: int, *, policy: str = "first", lengths: Any = None, scores: Any = None
+) -> np.ndarray:
+    """Documents in keep-policy order: the document a policy prefers comes first.
+
+    Parameters
+    ----------
+    n : int
+        Number of documents.
+    policy : {"first", "longest", "score"}
+        Lowest index first; largest ``lengths`` first; largest ``scores`` first. Ties go to
+        the lowest index.
+    lengths, scores : array_like of number, shape (n,), optional
+        For ``"longest"`` and ``"score"`` (NaN is not allowed).
+
+    Returns
+    -------
+    order : ndarray, shape (n,), dtype int64
+        A permutation of ``range(n)``.
+
+    Raises
+    ------
+    ValueError
+        Unknown policy; missing, misshapen or NaN lengths/scores.
+
+    Examples
+    --------
+    >>> policy_order(4, policy="longest", lengths=[3, 9, 1, 9]).tolist()
+    [1, 3, 0, 2]
+    """
+    if policy not in POLICIES:
+        raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
+    if policy == "first":
+        return np.arange(n, dtype=np.int64)
+    name, given = ("lengths", lengths) if policy == "longest" else ("scores", scores)
+    if given is None:
+        raise ValueError(f"policy {policy!r} needs {name}=")
+    value = np.asarray(given, dtype=np.float64)
+    if value.shape != (n,):
+        raise ValueError(f"{name} must have shape ({n},), got {value.shape}")
+    if np.isnan(value).any():
+        raise ValueError(f"{name} must not contain NaN (document {int(np.isnan(value).argmax())})")
+    return np.lexsort((np.arange(n), -value)).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class StarClusters:
+    """Clusters in which every member is paired with the document kept for it.
+
+    Attributes
+    ----------
+    labels : ndarray, shape (n,), dtype int64
+        Cluster of each document, numbered ``0, 1, ...`` in order of each cluster's smallest
+        member (as `cluster_labels`).
+    kept_for : ndarray, shape (n,), dtype int64
+        The document kept for each document; a kept document is its own.
+    similarity : ndarray, shape (n,), dtype float64
+        Each document's similarity to the document kept for it (the value of the pair that
+        joins them, 1.0 within a unit); 1.0 for a kept document.
+    """
+
+    labels: np.ndarray
+    kept_for: np.ndarray
+    similarity: np.ndarray
+
+    @property
+    def keep(self) -> np.ndarray:
+        """True for the kept documents, shape (n,), bool."""
+        return np.asarray(self.kept_for == np.arange(self.kept_for.size))
+
+
+def star_clusters(
+    pairs: Any,
+    similarity: Any,
+    n: int,
+    *,
+    units: Any = None,
+    policy: str = "first",
+    lengths: Any = None,
+    scores: Any = None,
+) -> StarClusters:
+    """Cluster verified near-duplicate pairs without chaining: greedy stars in keep-policy order.
+
+    Documents are visited in `policy_order`; a document not yet assigned is kept and takes
+    every unassigned document it is paired with. So every removed document is paired with the
+    document kept for it, no two kept documents are paired, and the result depends only on the
+    set of pairs and the policy, never on their order, batching or threads. The document kept
+    in each cluster is the one `keep_one` keeps with the same policy.
+
+    Parameters
+    ----------
+    pairs : array_like of int, shape (m, 2)
+        Pairs of different documents in ``[0, n)`` (of units, with `units`), any order.
+    similarity : array_like of float, shape (m,)
+        The similarity of each pair (a pair given twice must carry the same value).
+    n : int
+        Number of documents.
+    units : array_like of int, shape (n,), optional
+        A partition of the documents into units (``VerifiedCandidates.unit``): the documents
+        of a unit are paired with each other (similarity 1.0) and share every pair of their
+        unit. The result is that of the expanded document pairs, computed per unit.
+    policy : {"first", "longest", "score"}
+        Which document of a cluster is kept (as `keep_one`).
+    lengths, scores : array_like of number, shape (n,), optional
+        For ``"longest"`` and ``"score"``.
+
+    Returns
+    -------
+    StarClusters
+
+    Raises
+    ------
+    TypeError
+        Non-integer pairs or units.
+    ValueError
+        Misshapen pairs, similarity or units, an index out of range, or a bad policy.
+
+    Examples
+    --------
+    A chain 0 - 1 - 2 is two clusters, not one:
+
+    >>> stars = star_clusters([[0, 1], [1, 2]], [0.95, 0.92], 3)
+    >>> stars.labels.tolist(), stars.kept_for.tolist(), stars.similarity.tolist()
+    ([0, 0, 1], [0, 0, 2], [1.0, 0.95, 1.0])
+    """
+    n = int(n)
+    units = np.arange(n, dtype=np.int64) if units is None else np.asarray(units)
+    if units.size and units.dtype.kind not in "iu":
+        raise TypeError(f"units must be integers, got dtype {units.dtype}")
+    if units.shape != (n,) or (units.size and units.min() < 0):
+        raise ValueError(f"units must be {n} integers >= 0, got shape {units.shape}")
+    units = units.astype(np.int64)
+    n_units = int(units.max()) + 1 if n else 0
+    cluster_labels(pairs, n_units)  # validates the pairs
+    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    similarity = np.asarray(similarity, dtype=np.float64)
+    if similarity.shape != (pairs.shape[0],):
+        raise ValueError(f"similarity must have shape ({pairs.shape[0]},), got {similarity.shape}")
+    rank = np.empty(n, dtype=np.int64)
+    rank[policy_order(n, policy=policy, lengths=lengths, scores=scores)] = np.arange(n)
+    # the preferred document of each unit speaks for it
+    by_unit = np.lexsort((rank, units))
+    first = np.ones(n, dtype=bool)
+    first[1:] = units[by_unit][1:] != units[by_unit][:-1]
+    best = np.full(n_units, -1, dtype=np.int64)
+    best[units[by_unit][first]] = by_unit[first]
+    present = np.flatnonzero(best >= 0)
+    unit_order = present[np.argsort(rank[best[present]], kind="stable")]
+    source = np.concatenate([pairs[:, 0], pairs[:, 1]])
+    target = np.concatenate([pairs[:, 1], pairs[:, 0]])
+    by_source = np.argsort(source, kind="stable")
+    offsets = np.zeros(n_units + 1, dtype=np.int64)
+    np.cumsum(np.bincount(source, minlength=n_units), out=offsets[1:])
+    unit_kept, unit_similarity = star_assign(
+        unit_order,
+        offsets,
+        target[by_source],
+        np.concatenate([similarity, similarity])[by_source],
+    )
+    kept_unit = unit_kept[units]
+    kept_for = best[kept_unit]
+    to_kept = np.where(kept_unit == units, 1.0, unit_similarity[units])
+    return StarClusters(_renumber(kept_for), kept_for, to_kept)
 
 
 @dataclass(frozen=True)
