@@ -192,6 +192,20 @@ def test_planner_chooses_brute_force_or_valid_blocks(emulated_kernels: ctypes.CD
     assert plan.block_radius == 3 // (len(plan.bounds) - 1)
 
 
+def test_planner_measures_bucket_occupancy(emulated_kernels: ctypes.CDLL) -> None:
+    """Codes sharing most of their bits crowd a few buckets: the planner sees it and brute-forces."""
+    rng = np.random.default_rng(2)
+    join = _join(emulated_kernels, brute_force_max=100, max_key_bits=12, sample_size=256)
+    uniform = rng.integers(0, 256, (2000, 8), dtype=np.uint8)
+    words, _ = join.words(uniform)
+    assert join.plan(words, 64, 3) is not None
+    skewed = uniform.copy()
+    skewed[:, :6] = 0x5A  # 48 equal bits: the keys of most blocks are one value
+    words, _ = join.words(skewed)
+    assert join.plan(words, 64, 3) is None
+    assert_same_as_cpu(join, skewed[:300], 3)
+
+
 def test_forced_blocks_wider_than_the_key_limit_raise(emulated_kernels: ctypes.CDLL) -> None:
     join = _join(emulated_kernels, blocks=2, max_key_bits=16)
     with pytest.raises(ValueError, match="max_key_bits"):
@@ -262,6 +276,36 @@ def test_knn_matches_faiss_flat(
     np.testing.assert_array_equal(positions[:, : min(k, n)], expected_positions)
     assert (distances[:, n:] == -1).all()
     assert (positions[:, n:] == -1).all()
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    width=st.integers(1, 10),
+    n=st.integers(1, 80),
+    n_queries=st.integers(1, 9),
+    k=st.integers(1, 90),
+    chunk=st.sampled_from([32, 64]),
+    query_tile=st.integers(1, 5),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_knn_property(
+    emulated_kernels: ctypes.CDLL,
+    width: int,
+    n: int,
+    n_queries: int,
+    k: int,
+    chunk: int,
+    query_tile: int,
+    seed: int,
+) -> None:
+    rng = np.random.default_rng(seed)
+    stored = rng.integers(0, 4, (n, width), dtype=np.uint8)  # few values: many ties
+    queries = rng.integers(0, 4, (n_queries, width), dtype=np.uint8)
+    join = _join(emulated_kernels, knn_chunk=chunk, knn_query_tile=query_tile)
+    distances, positions = join.knn(stored, queries, k)
+    expected_distances, expected_positions = _faiss_knn(stored, queries, min(k, n))
+    np.testing.assert_array_equal(distances[:, : min(k, n)], expected_distances)
+    np.testing.assert_array_equal(positions[:, : min(k, n)], expected_positions)
 
 
 def test_knn_all_ties_keeps_the_first_positions(emulated_kernels: ctypes.CDLL) -> None:
