@@ -1,8 +1,9 @@
 """Text to 64-bit codes on the CPU: gpusimhash against the simhash and simhash-pybind packages.
 
 Times tokenization (text -> feature batch) and hashing (feature batch -> codes) apart, then
-the whole path, and each peer's own text-to-fingerprint path in a subprocess of its own, all in
-one run on the same texts (file reading excluded everywhere). Prints a table and writes
+the whole path, from Python strings and from a pyarrow string array (UTF-8 bytes, no string per
+document), and each peer's own text-to-fingerprint path in a subprocess of its own, all in one
+run on the same texts (file reading excluded everywhere). Prints a table and writes
 bench/results/fingerprint_cpu.json.
 
     python bench/bench_fingerprint.py [CORPUS] [--limit N] [--skip-peers]
@@ -16,6 +17,9 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (
@@ -29,6 +33,7 @@ from _common import (
 
 from gpusimhash import TextFeaturizer, fingerprint
 from gpusimhash._cpu import fingerprint_batch
+from gpusimhash.utf8 import Utf8Texts
 
 PEERS = {
     "simhash-pybind words": "simhash-pybind",
@@ -37,9 +42,11 @@ PEERS = {
 }
 
 
-def measure_ours(texts: list[str], featurizer: TextFeaturizer, bits: int, repeats: int) -> dict:
+def measure_ours(texts: Any, featurizer: TextFeaturizer, bits: int, repeats: int) -> dict:
     fingerprint(texts[:1000], featurizer=featurizer, bits=bits, device="cpu")  # compile, warm up
-    tokenize_s, batch = best_of(repeats, lambda: featurizer.transform(texts))
+    # an Arrow array is tokenized as the Utf8Texts view of its buffers
+    batch_input = texts if isinstance(texts, list) else Utf8Texts.from_arrow(texts)
+    tokenize_s, batch = best_of(repeats, lambda: featurizer.transform(batch_input))
     hash_s, _ = best_of(repeats, lambda: fingerprint_batch(batch, bits=bits, seed=0))
     total_s, _ = best_of(
         repeats, lambda: fingerprint(texts, featurizer=featurizer, bits=bits, device="cpu")
@@ -78,6 +85,7 @@ def main() -> None:
     args = parser.parse_args()
 
     texts = load_lines(args.corpus, args.limit or None)
+    arrow = pa.array(texts, pa.string())
     n = len(texts)
     rows = []
     for label, featurizer, bits in [
@@ -85,7 +93,9 @@ def main() -> None:
         ("gpusimhash words 256", TextFeaturizer(), 256),
         ("gpusimhash char4 64", TextFeaturizer("char", 4), 64),
     ]:
-        rows.append({"pipeline": label, **measure_ours(texts, featurizer, bits, args.repeats)})
+        for source, documents in (("", texts), (" (Arrow)", arrow)):
+            result = measure_ours(documents, featurizer, bits, args.repeats)
+            rows.append({"pipeline": label + source, **result})
     if not args.skip_peers:
         for name in PEERS:
             result = measure_peer(name, args.corpus, args.limit, args.peers_dir)

@@ -20,7 +20,7 @@ from gpusimhash import _segments
 from gpusimhash._batching import chunks
 from gpusimhash._choices import ANALYZERS, WEIGHTINGS
 from gpusimhash._cpu._loops import word_runs
-from gpusimhash._cpu._utf8_loops import utf8_tokens
+from gpusimhash._cpu._utf8_loops import utf8_token_parts
 from gpusimhash.features import FeatureBatch
 from gpusimhash.hashing import FNV_OFFSET_BASIS, feature_states, fnv1a_continue, fnv1a_step
 from gpusimhash.unicode_tables import load_tables
@@ -114,15 +114,23 @@ def tokenize_utf8(texts: Utf8Texts, *, lowercase: bool = True, first_index: int 
         Bytes that are not valid UTF-8 (the message names the document).
     """
     tables = load_tables()
-    code_points, starts, lengths, doc, states, error = utf8_tokens(
-        texts.data, texts.offsets, tables.word, tables.lower, lowercase
-    )
+    parts = utf8_token_parts(texts.data, texts.offsets, tables.word, tables.lower, lowercase)
+    error = next((part[-1] for part in parts if part[-1] >= 0), -1)
     if error >= 0:
         bad = int(np.searchsorted(texts.offsets, error, side="right")) - 1
         raise ValueError(
             f"document {first_index + bad}: not valid UTF-8 "
             f"(byte {error - int(texts.offsets[bad])} of the document)"
         )
+    code_points, starts, lengths, doc, states = (
+        np.concatenate([part[k] for part in parts]) for k in range(5)
+    )
+    if len(parts) > 1:  # each part counted its tokens' code points and documents from 0
+        sizes = np.array([part[0].size for part in parts], dtype=np.int64)
+        counts = np.array([part[1].size for part in parts], dtype=np.int64)
+        first_docs = np.array([part[5] for part in parts], dtype=np.int64)
+        starts += np.repeat(_segments.starts(sizes), counts)
+        doc += np.repeat(first_docs, counts)
     return Tokens(code_points, starts, lengths, doc, len(texts), states)
 
 

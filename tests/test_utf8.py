@@ -107,3 +107,21 @@ def test_invalid_utf8_names_the_document():
     texts = Utf8Texts(np.frombuffer(b"okfine\xc3(", np.uint8), np.array([0, 2, 6, 8]))
     with pytest.raises(ValueError, match="document 7: not valid UTF-8 \\(byte 0"):
         TextFeaturizer().transform(texts, first_index=5)
+
+
+@pytest.mark.parametrize("featurizer", [TextFeaturizer(), TextFeaturizer("char", 3)], ids=repr)
+def test_tokenizing_in_threads_gives_the_same_features(monkeypatch, featurizer):
+    from gpusimhash._cpu import _utf8_loops
+
+    texts = TEXTS * 5
+    expected = featurizer.transform(texts)
+    monkeypatch.setattr(_utf8_loops, "PART_BYTES", 7)
+    monkeypatch.setattr(_utf8_loops.numba, "get_num_threads", lambda: 4)
+    got = featurizer.transform(Utf8Texts.from_strings(texts))
+    np.testing.assert_array_equal(got.states, expected.states)
+    np.testing.assert_array_equal(got.offsets, expected.offsets)
+    bad = Utf8Texts.from_strings(texts)
+    data = bad.data.copy()
+    data[bad.offsets[20]] = 0x80  # a stray continuation byte opens document 20
+    with pytest.raises(ValueError, match="document 20: not valid UTF-8"):
+        featurizer.transform(Utf8Texts(data, bad.offsets))

@@ -14,7 +14,7 @@ from gpusimhash._cpu._runtime import ensure_cache_location, parallel_call
 
 ensure_cache_location()  # before any compiled loop of this package is defined
 
-from gpusimhash._cpu._loops import accumulate_codes
+from gpusimhash._cpu._loops import accumulate_codes, accumulate_unit_codes
 from gpusimhash.features import FeatureBatch
 from gpusimhash.fixedpoint import quantize
 from gpusimhash.hashing import seed_states
@@ -38,6 +38,9 @@ def fingerprint_batch(batch: FeatureBatch, *, bits: int, seed: int) -> np.ndarra
         Packed fingerprints, bit ``i`` in byte ``i // 8`` at position ``i % 8``.
     """
     hashes = seed_states(batch.states, seed)
+    if batch.weights is None:  # unit weights: bit-sliced counters, the same bits
+        offsets = np.ascontiguousarray(batch.offsets)
+        return parallel_call(accumulate_unit_codes, hashes, offsets, bits)
     weights = quantize(batch.entry_weights(), batch.offsets)
     offsets = np.ascontiguousarray(batch.offsets)
     return parallel_call(accumulate_codes, hashes, offsets, weights, bits)

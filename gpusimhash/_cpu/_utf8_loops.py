@@ -5,10 +5,14 @@ through the shipped Unicode tables and emits the word tokens in one pass: what
 ``gpusimhash.text.tokenize`` computes from Python strings, with the token code points compacted
 (only word code points are kept) and each token's FNV-1a state computed on the way. Validation is
 Python's strict ``"utf-8"`` codec: the first invalid byte stops the pass and is reported.
+``utf8_token_parts`` runs it on ranges of documents in threads (it releases the GIL).
 """
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
+import numba
 import numpy as np
 from numba import njit
 
@@ -159,3 +163,37 @@ def utf8_tokens(
         docs = _grow(docs, capacity)
         states = _grow(states, capacity)
     return code_points[:size], starts[:count], lengths[:count], docs[:count], states[:count], error
+
+
+# Bytes per thread at least: smaller batches are tokenized by one thread.
+PART_BYTES = 1 << 20
+
+Part = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, int]
+
+
+def utf8_token_parts(
+    data: np.ndarray, offsets: np.ndarray, word: np.ndarray, lower: np.ndarray, lowercase: bool
+) -> list[Part]:
+    """Run ``utf8_tokens`` on consecutive ranges of documents, one thread per range.
+
+    Returns
+    -------
+    list of (code_points, starts, lengths, doc, states, first_doc, error)
+        One per range, in order: ``utf8_tokens``' results (token starts and documents counted
+        from the range's own beginning), the range's first document, and its error.
+    """
+    n_docs = offsets.size - 1
+    n_bytes = int(offsets[-1] - offsets[0]) if n_docs > 0 else 0
+    n_parts = max(1, min(numba.get_num_threads(), n_bytes // PART_BYTES, n_docs))
+    targets = np.linspace(offsets[0], offsets[-1], n_parts + 1)[1:-1]
+    inner = {int(cut) for cut in np.searchsorted(offsets, targets)} - {0, n_docs}
+    cuts = [0, *sorted(inner), n_docs]
+
+    def run(first: int, last: int) -> Part:
+        result = utf8_tokens(data, offsets[first : last + 1], word, lower, lowercase)
+        return (*result[:5], first, result[5])
+
+    if len(cuts) == 2:
+        return [run(0, n_docs)]
+    with ThreadPoolExecutor(len(cuts) - 1) as pool:
+        return list(pool.map(run, cuts[:-1], cuts[1:]))
