@@ -29,32 +29,20 @@ static __device__ __forceinline__ unsigned int fnv1a_code_point(unsigned int sta
     return fnv1a_step(state, 0xDC00u + (offset & 0x3FFu));
 }
 
-// seed_states: the UTF-16 units of ":" + str(seed), computed once per thread.
+// seed_states: the suffix ":" + str(seed) as two kernel parameters (engine.seed_suffix computes
+// them on the host): the decimal digits of the seed, 4 bits each with the last digit in the
+// lowest bits, and their count. Held in registers: no array, so no local memory.
 struct SeedSuffix {
-    unsigned int units[11];  // ':' and at most 10 decimal digits (seed < 2**32)
+    unsigned long long digits;
     int length;
 };
 
-static __device__ __forceinline__ SeedSuffix seed_suffix(unsigned int seed) {
-    SeedSuffix suffix;
-    suffix.units[0] = ':';
-    unsigned int power = 1;
-    while (seed / power >= 10u) {
-        power *= 10u;
-    }
-    int length = 1;
-    for (; power != 0u; power /= 10u) {
-        suffix.units[length++] = '0' + (seed / power) % 10u;
-    }
-    suffix.length = length;
-    return suffix;
-}
-
 // seed_states: append the suffix to a feature state, giving fnv1a(feature + ":" + seed).
 static __device__ __forceinline__ unsigned int seed_state(unsigned int state,
-                                                          const SeedSuffix& suffix) {
-    for (int k = 0; k < suffix.length; ++k) {
-        state = fnv1a_step(state, suffix.units[k]);
+                                                          const SeedSuffix suffix) {
+    state = fnv1a_step(state, ':');
+    for (int k = suffix.length - 1; k >= 0; --k) {
+        state = fnv1a_step(state, '0' + (unsigned int)((suffix.digits >> (4 * k)) & 15u));
     }
     return state;
 }

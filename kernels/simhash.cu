@@ -2,26 +2,31 @@
 //
 // Work is split into tasks: a task is a run of at most `task_size` consecutive entries of one
 // document (a document longer than that has several tasks; an empty one has none, and its code
-// stays the zeros the caller allocated). Thread mapping: one thread per (task, 32-bit sign word),
-// the word index fastest, so the threads of a document sit next to each other in a block and
-// read the same entries; a block therefore holds a group of short documents, or part of a long
-// one. Grid-stride loops make every kernel correct for any grid.
+// stays the zeros the caller allocated). Grid-stride loops make every kernel correct for any grid.
 //
-// Each thread applies the seed suffix to its entries' states, draws their xorshift32 words up to
-// its own, and sums +q / -q for its 32 slots in registers; with unit weights it counts the set
-// bits of its 32 slots in bit-sliced counters instead (3 logic operations per counter plane
-// and entry, rather than 32 int64 additions), which is exact as well. A document with one task packs its
-// sign bits straight into the FAISS layout (bit i in byte i / 8 at position i % 8); a longer
-// document adds its partial slot sums to an int64 row of `partials` with integer atomics, and
-// simhash_pack_partials packs those rows afterwards.
+// Unit weights (simhash_accumulate_unit<Planes, GroupWords>): one thread per (task, group of up
+// to GroupWords 32-bit sign words), so up to 32 * GroupWords bits (256 with 8) take one thread
+// per task: the seed suffix and the xorshift32 chain run once per entry. The set sign bits of
+// each slot are counted in bit-sliced counters (plane k holds bit k of every slot's count; one
+// increment is a ripple of AND/XOR through the planes), with Planes chosen by the host from its
+// largest task (a count must fit: task entries < 2**Planes). Slot i is set exactly when its count
+// exceeds half the task's n entries, i.e. count >= n / 2 + 1; the planes are compared with that
+// threshold from the most significant plane down, for 32 slots at once (about 3 operations per
+// plane, instead of unpacking 32 counters).
 //
-// Determinism: weights become int64 fixed point with the document's exponent (fixedpoint.py),
-// or the unit 1 when unweighted; slot sums are exact integer sums (no float atomics), so the
-// bits depend neither on the order of entries nor on the launch configuration.
+// Weights (simhash_accumulate_weighted): one thread per (task, sign word) sums +q / -q for its
+// 32 slots in int64 registers, q the weight in the document's fixed point (fixedpoint.py).
+//
+// A document with one task packs its sign bits straight into the FAISS layout (bit i in byte
+// i / 8 at position i % 8); a longer document adds its partial slot sums to an int64 row of
+// `partials` with integer atomics, and simhash_pack_partials packs those rows afterwards.
+//
+// Determinism: slot sums and counts are exact integers (no float atomics), so the bits depend
+// neither on the order of entries nor on the launch configuration.
 //
 // Arguments (all arrays C-contiguous):
 //   states        uint32  (nnz,)        feature states (FNV-1a before the ":" + seed suffix)
-//   weights       float64 (nnz,)        finite weights (ignored by simhash_accumulate<false>)
+//   weights       float64 (nnz,)        finite weights (simhash_accumulate_weighted only)
 //   offsets       int64   (n_docs + 1,) CSR row starts
 //   task_docs     int64   (n_tasks,)    the document of each task
 //   task_starts   int64   (n_tasks,)    the first entry of each task
@@ -29,6 +34,7 @@
 //   partial_rows  int64   (n_docs,)     row of `partials` for a split document, else -1
 //   partials      int64   (n_split, bits) zero-initialized slot sums of split documents
 //   codes         uint8   (n_docs, bits / 8) output, zero-initialized
+//   suffix_digits uint64, suffix_length int32: the seed suffix (SeedSuffix in common.cuh)
 
 // Largest |weight| of each document. Non-negative doubles order like their bit patterns, so
 // an integer atomicMax gives the exact maximum whatever the order. max_abs_bits starts at 0.
@@ -53,24 +59,17 @@ __global__ void simhash_max_abs(const double* weights, const long long* offsets,
     }
 }
 
-// Bit-sliced counter planes for unit weights: counts up to 2**GSH_COUNT_PLANES - 1, so a task
-// holds at most that many entries (the host checks task_size).
+// The most counter planes a unit-weight kernel has: task_size stays below 2**GSH_COUNT_PLANES.
 #define GSH_COUNT_PLANES 11
 
-// Sign word `word` of an entry: the seed suffix applied to its state, then xorshift32 drawn
-// word + 1 times.
-static __device__ __forceinline__ unsigned int sign_word(unsigned int state,
-                                                         const SeedSuffix& suffix, int word) {
-    unsigned int x = xorshift32_start(seed_state(state, suffix));
-    for (int j = 0; j <= word; ++j) {
-        x = xorshift32_next(x);
-    }
-    return x;
-}
-
-// Write the bytes of one 32-bit sign word of a code: bits 32 * word .. of the fingerprint.
+// Write one 32-bit sign word of a code: bits 32 * word .. of the fingerprint. A whole word is
+// one aligned 32-bit store when bits is a multiple of 32 (rows of bits / 8 bytes, 4-aligned).
 static __device__ __forceinline__ void store_word(unsigned char* code, int word, int bits,
                                                   unsigned int value) {
+    if (bits % 32 == 0) {
+        reinterpret_cast<unsigned int*>(code)[word] = value;
+        return;
+    }
     const int first_byte = word * 4;
     const int last_byte = first_byte + 4 < bits / 8 ? first_byte + 4 : bits / 8;
     for (int byte = first_byte; byte < last_byte; ++byte) {
@@ -78,16 +77,116 @@ static __device__ __forceinline__ void store_word(unsigned char* code, int word,
     }
 }
 
-template <bool Weighted>
-__global__ void simhash_accumulate(const unsigned int* states, const double* weights,
-                                   const long long* offsets, const long long* task_docs,
-                                   const long long* task_starts,
-                                   const unsigned long long* max_abs_bits,
-                                   const long long* partial_rows, long long* partials,
-                                   unsigned char* codes, long long n_tasks, long long task_size,
-                                   int bits, unsigned int seed) {
+// The end of a task's entries.
+static __device__ __forceinline__ long long task_end(long long start, long long doc_end,
+                                                     long long task_size) {
+    return doc_end - start < task_size ? doc_end : start + task_size;
+}
+
+template <int Planes, int GroupWords>
+__global__ void simhash_accumulate_unit(const unsigned int* states, const long long* offsets,
+                                        const long long* task_docs,
+                                        const long long* task_starts,
+                                        const long long* partial_rows, long long* partials,
+                                        unsigned char* codes, long long n_tasks,
+                                        long long task_size, int bits,
+                                        unsigned long long suffix_digits, int suffix_length) {
+    const SeedSuffix suffix{suffix_digits, suffix_length};
     const int words = (bits + 31) / 32;
-    const SeedSuffix suffix = seed_suffix(seed);
+    const int groups = (words + GroupWords - 1) / GroupWords;
+    const long long n_items = n_tasks * groups;
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long item = (long long)blockIdx.x * blockDim.x + threadIdx.x; item < n_items;
+         item += stride) {
+        const long long task = item / groups;
+        const int first_word = (int)(item - task * groups) * GroupWords;
+        const int group_words =
+            words - first_word < GroupWords ? words - first_word : GroupWords;
+        const long long doc = task_docs[task];
+        const long long start = task_starts[task];
+        const long long end = task_end(start, offsets[doc + 1], task_size);
+        unsigned int planes[GroupWords][Planes];
+#pragma unroll
+        for (int w = 0; w < GroupWords; ++w) {
+#pragma unroll
+            for (int k = 0; k < Planes; ++k) {
+                planes[w][k] = 0u;
+            }
+        }
+        for (long long entry = start; entry < end; ++entry) {
+            unsigned int x = xorshift32_start(seed_state(states[entry], suffix));
+            for (int j = 0; j < first_word; ++j) {  // groups past the first (bits > 32 * GroupWords)
+                x = xorshift32_next(x);
+            }
+#pragma unroll
+            for (int w = 0; w < GroupWords; ++w) {
+                if (w < group_words) {
+                    x = xorshift32_next(x);
+                    unsigned int carry = x;
+#pragma unroll
+                    for (int k = 0; k < Planes; ++k) {
+                        const unsigned int next = planes[w][k] & carry;
+                        planes[w][k] ^= carry;
+                        carry = next;
+                    }
+                }
+            }
+        }
+        const long long n = end - start;
+        const long long row = partial_rows[doc];
+        if (row < 0) {
+            // count >= n / 2 + 1, decided plane by plane from the most significant one
+            const unsigned int threshold = (unsigned int)(n / 2 + 1);
+            unsigned char* code = codes + doc * (bits / 8);
+#pragma unroll
+            for (int w = 0; w < GroupWords; ++w) {
+                if (w < group_words) {
+                    unsigned int greater = 0u, equal = ~0u;
+#pragma unroll
+                    for (int k = Planes - 1; k >= 0; --k) {
+                        const unsigned int plane = planes[w][k];
+                        if ((threshold >> k) & 1u) {
+                            equal &= plane;
+                        } else {
+                            greater |= equal & plane;
+                            equal &= ~plane;
+                        }
+                    }
+                    store_word(code, first_word + w, bits, greater | equal);
+                }
+            }
+        } else {
+            // a split document: this task's slot sums 2 * count - n go to its partials row
+#pragma unroll
+            for (int w = 0; w < GroupWords; ++w) {
+                if (w < group_words) {
+                    const int word = first_word + w;
+                    long long* slots = partials + row * bits + word * 32;
+                    const int valid = bits - word * 32 < 32 ? bits - word * 32 : 32;
+#pragma unroll 1
+                    for (int bit = 0; bit < valid; ++bit) {
+                        long long ones = 0;
+#pragma unroll
+                        for (int k = 0; k < Planes; ++k) {
+                            ones |= (long long)((planes[w][k] >> bit) & 1u) << k;
+                        }
+                        atomicAdd((unsigned long long*)(slots + bit),
+                                  (unsigned long long)(2 * ones - n));
+                    }
+                }
+            }
+        }
+    }
+}
+
+__global__ void simhash_accumulate_weighted(
+    const unsigned int* states, const double* weights, const long long* offsets,
+    const long long* task_docs, const long long* task_starts,
+    const unsigned long long* max_abs_bits, const long long* partial_rows, long long* partials,
+    unsigned char* codes, long long n_tasks, long long task_size, int bits,
+    unsigned long long suffix_digits, int suffix_length) {
+    const SeedSuffix suffix{suffix_digits, suffix_length};
+    const int words = (bits + 31) / 32;
     const long long n_items = n_tasks * words;
     const long long stride = (long long)gridDim.x * blockDim.x;
     for (long long item = (long long)blockIdx.x * blockDim.x + threadIdx.x; item < n_items;
@@ -97,52 +196,23 @@ __global__ void simhash_accumulate(const unsigned int* states, const double* wei
         const long long doc = task_docs[task];
         const long long start = task_starts[task];
         const long long doc_end = offsets[doc + 1];
-        const long long end = doc_end - start < task_size ? doc_end : start + task_size;
-        int exponent = 0;
-        if (Weighted) {
-            exponent = document_exponent(__longlong_as_double((long long)max_abs_bits[doc]),
-                                         doc_end - offsets[doc]);
-        }
+        const long long end = task_end(start, doc_end, task_size);
+        const int exponent = document_exponent(
+            __longlong_as_double((long long)max_abs_bits[doc]), doc_end - offsets[doc]);
         long long sums[32];
-        if (Weighted) {
+#pragma unroll
+        for (int bit = 0; bit < 32; ++bit) {
+            sums[bit] = 0;
+        }
+        for (long long entry = start; entry < end; ++entry) {
+            const long long q = quantize(weights[entry], exponent);
+            unsigned int x = xorshift32_start(seed_state(states[entry], suffix));
+            for (int j = 0; j <= word; ++j) {
+                x = xorshift32_next(x);
+            }
 #pragma unroll
             for (int bit = 0; bit < 32; ++bit) {
-                sums[bit] = 0;
-            }
-            for (long long entry = start; entry < end; ++entry) {
-                const long long q = quantize(weights[entry], exponent);
-                const unsigned int x = sign_word(states[entry], suffix, word);
-#pragma unroll
-                for (int bit = 0; bit < 32; ++bit) {
-                    sums[bit] += ((x >> bit) & 1u) ? q : -q;
-                }
-            }
-        } else {
-            // Unit weights: count the set sign bits of all 32 slots at once in bit-sliced
-            // counters (plane k holds bit k of every slot's count), then sum = 2 * ones - n.
-            unsigned int planes[GSH_COUNT_PLANES];
-#pragma unroll
-            for (int k = 0; k < GSH_COUNT_PLANES; ++k) {
-                planes[k] = 0u;
-            }
-            for (long long entry = start; entry < end; ++entry) {
-                unsigned int carry = sign_word(states[entry], suffix, word);
-#pragma unroll
-                for (int k = 0; k < GSH_COUNT_PLANES; ++k) {
-                    const unsigned int next = planes[k] & carry;
-                    planes[k] ^= carry;
-                    carry = next;
-                }
-            }
-            const long long n = end - start;
-#pragma unroll
-            for (int bit = 0; bit < 32; ++bit) {
-                long long ones = 0;
-#pragma unroll
-                for (int k = 0; k < GSH_COUNT_PLANES; ++k) {
-                    ones |= (long long)((planes[k] >> bit) & 1u) << k;
-                }
-                sums[bit] = 2 * ones - n;
+                sums[bit] += ((x >> bit) & 1u) ? q : -q;
             }
         }
         const long long row = partial_rows[doc];

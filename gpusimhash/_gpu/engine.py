@@ -14,13 +14,63 @@ from typing import Any
 import numpy as np
 
 from gpusimhash import _segments
-from gpusimhash._gpu.kernels import COUNT_PLANES, FLAG_KEEP, FLAG_TOKEN_START, FLAG_WORD
+from gpusimhash._gpu.kernels import (
+    COUNT_PLANES,
+    FLAG_KEEP,
+    FLAG_TOKEN_START,
+    FLAG_WORD,
+    UNIT_KERNELS,
+)
 from gpusimhash.text import TextFeaturizer, check_texts
 
 # Entries per accumulation task: longer documents are split and their slot sums merged.
 TASK_SIZE = 1024
 
 Launch = Callable[[str, int, tuple[Any, ...]], None]
+
+
+def seed_suffix(seed: int) -> tuple[np.uint64, np.int32]:
+    """Return the seed suffix ``":" + str(seed)`` as the kernels take it (``SeedSuffix``).
+
+    Parameters
+    ----------
+    seed : int
+        Global seed in ``[0, 2**32)``.
+
+    Returns
+    -------
+    digits : np.uint64
+        The decimal digits, 4 bits each, the last one in the lowest bits.
+    length : np.int32
+        How many digits.
+
+    Examples
+    --------
+    >>> digits, length = seed_suffix(907)
+    >>> hex(int(digits)), int(length)
+    ('0x907', 3)
+    """
+    text = str(seed)
+    return np.uint64(int(text, 16)), np.int32(len(text))
+
+
+def unit_kernel(largest_task: int) -> tuple[str, int]:
+    """Return the unit-weight kernel whose planes count a task, and its words per thread.
+
+    Parameters
+    ----------
+    largest_task : int
+        Entries of the largest task to accumulate.
+
+    Returns
+    -------
+    name : str
+    group_words : int
+    """
+    for planes, group in UNIT_KERNELS:
+        if largest_task < 2**planes:
+            return f"simhash_accumulate_unit<{planes}, {group}>", group
+    raise ValueError(f"a task of {largest_task} entries needs more than {COUNT_PLANES} planes")
 
 
 class Engine:
@@ -88,6 +138,7 @@ class Engine:
         *,
         bits: int,
         seed: int,
+        largest_task: int | None = None,
     ) -> Any:
         """Fingerprint a batch of documents already on the device.
 
@@ -101,6 +152,10 @@ class Engine:
             ``plan_tasks(offsets)`` output, on the device.
         bits, seed : int
             Validated fingerprint length and seed.
+        largest_task : int, optional
+            Entries of the largest task (``min(task_size, longest document)``) or more, which
+            choose the unit-weight kernel's counter planes; computed (one host round trip)
+            when None.
 
         Returns
         -------
@@ -115,12 +170,18 @@ class Engine:
             return codes
         n_split = plan["split_docs"].size
         partials = xp.zeros((n_split, bits), dtype=xp.int64)
-        max_abs_bits = xp.zeros(n_docs, dtype=xp.uint64)
         task_args = (plan["task_docs"], plan["task_starts"])
+        common = (plan["partial_rows"], partials, codes, np.int64(n_tasks))
+        tail = (np.int64(self.task_size), np.int32(bits), *seed_suffix(seed))
         if weights is None:
-            name, weights = "simhash_accumulate<false>", xp.zeros(1, dtype=xp.float64)
+            if largest_task is None:  # one host round trip; host-planned callers pass it
+                counts = offsets[1:] - offsets[:-1]
+                largest_task = min(self.task_size, int(counts.max()))
+            name, group_words = unit_kernel(largest_task)
+            n_items = n_tasks * -(-words // group_words)
+            self.launch(name, n_items, (states, offsets, *task_args, *common, *tail))
         else:
-            name = "simhash_accumulate<true>"
+            max_abs_bits = xp.zeros(n_docs, dtype=xp.uint64)
             self.launch(
                 "simhash_max_abs",
                 n_tasks,
@@ -133,24 +194,11 @@ class Engine:
                     max_abs_bits,
                 ),
             )
-        self.launch(
-            name,
-            n_tasks * words,
-            (
-                states,
-                weights,
-                offsets,
-                *task_args,
-                max_abs_bits,
-                plan["partial_rows"],
-                partials,
-                codes,
-                np.int64(n_tasks),
-                np.int64(self.task_size),
-                np.int32(bits),
-                np.uint32(seed),
-            ),
-        )
+            self.launch(
+                "simhash_accumulate_weighted",
+                n_tasks * words,
+                (states, weights, offsets, *task_args, max_abs_bits, *common, *tail),
+            )
         if n_split:
             self.launch(
                 "simhash_pack_partials",

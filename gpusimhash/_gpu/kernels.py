@@ -13,14 +13,17 @@ from typing import Any
 
 from gpusimhash import _backend
 
+# (counter planes, sign words per thread) of the unit-weight kernels: the host takes the first
+# whose planes hold its largest task (entries < 2**planes); fewer planes, fewer registers.
+UNIT_KERNELS = ((4, 8), (8, 8), (11, 4))
 # uint64 words per code of the join and kNN kernels' instantiations; 0 takes any width.
 CODE_WORDS = (1, 2, 4, 8, 0)
 # Every kernel file and the kernel names (template instantiations included) compiled from it.
 KERNELS = {
     "simhash.cu": (
         "simhash_max_abs",
-        "simhash_accumulate<true>",
-        "simhash_accumulate<false>",
+        "simhash_accumulate_weighted",
+        *(f"simhash_accumulate_unit<{planes}, {group}>" for planes, group in UNIT_KERNELS),
         "simhash_pack_partials",
     ),
     "text.cu": ("text_classify", "text_span_states", "text_decode_utf8"),
@@ -36,9 +39,9 @@ COMMON_HEADER = "common.cuh"
 COMPILE_OPTIONS = ("--std=c++17", "--fmad=false")
 THREADS_PER_BLOCK = 256
 BLOCKS_PER_SM = 32
-# Bit-sliced counter planes of the unit-weight kernel (GSH_COUNT_PLANES in simhash.cu): a task's
-# entry count must fit in them.
-COUNT_PLANES = 11
+# The most bit-sliced counter planes of a unit-weight kernel (GSH_COUNT_PLANES in simhash.cu):
+# every task's entry count must fit in them.
+COUNT_PLANES = max(planes for planes, _ in UNIT_KERNELS)
 # Flags written by text_classify (GSH_FLAG_* in text.cu).
 FLAG_WORD, FLAG_KEEP, FLAG_TOKEN_START = 1, 2, 4
 

@@ -193,11 +193,12 @@ MAX_BATCH_CODE_POINTS = 32 << 20
 
 
 def _accumulate(
-    engine: Engine, bits: int, seed: int, arrays: list[Any]
+    engine: Engine, bits: int, seed: int, largest_task: int, arrays: list[Any]
 ) -> Any:  # the compute of a FeatureBatch job
     states, offsets, weights, *plan = arrays
+    plan_arrays = dict(zip(PLAN_KEYS, plan, strict=True))
     return engine.accumulate(
-        states, offsets, weights, dict(zip(PLAN_KEYS, plan, strict=True)), bits=bits, seed=seed
+        states, offsets, weights, plan_arrays, bits=bits, seed=seed, largest_task=largest_task
     )
 
 
@@ -226,11 +227,13 @@ def feature_jobs(
         Its result is the codes of the range's documents.
     """
     offsets = np.asarray(batch.offsets, dtype=np.int64)
-    compute = functools.partial(_accumulate, engine, bits, seed)
-    for start, stop in split_documents(np.diff(offsets) + 1, min(budget, MAX_BATCH_ENTRIES)):
+    counts = np.diff(offsets)
+    for start, stop in split_documents(counts + 1, min(budget, MAX_BATCH_ENTRIES)):
         first, last = int(offsets[start]), int(offsets[stop])
         local = offsets[start : stop + 1] - first
         plan = engine.plan_tasks(local)  # planned on the host: no device round trip
+        largest = min(engine.task_size, int(counts[start:stop].max()))
+        compute = functools.partial(_accumulate, engine, bits, seed, largest)
         weights = None if batch.weights is None else batch.weights[first:last]
         yield [batch.states[first:last], local, weights, *plan.values()], compute
 

@@ -108,7 +108,9 @@ def test_kernel_file_compiles_with_nvrtc_as_cupy_does(filename):
     names = kernels.KERNELS[filename]
     for name in names:
         assert library.nvrtcAddNameExpression(program, name.encode()) == 0
-    options = [option.encode() for option in (*kernels.COMPILE_OPTIONS, "-arch=compute_90")]
+    # what CuPy 14 appends to the module's options on an sm_90 device (cubin output)
+    cupy_options = ("-ftz=true", "-arch=sm_90", "--device-as-default-execution-space")
+    options = [option.encode() for option in (*kernels.COMPILE_OPTIONS, *cupy_options)]
     status = library.nvrtcCompileProgram(
         program, len(options), (ctypes.c_char_p * len(options))(*options)
     )

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from gpusimhash import _cpu, _validate
 from gpusimhash._gpu import kernels
 from gpusimhash._gpu.engine import encode_texts, split_documents
+from gpusimhash._gpu.engine import unit_kernel as engine_unit_kernel
 from gpusimhash.features import FeatureBatch
 from gpusimhash.hashing import feature_states
 from gpusimhash.text import TextFeaturizer
@@ -279,3 +280,35 @@ def test_unit_weight_counters_hold_the_largest_task(emulated_kernels):
         np.testing.assert_array_equal(_gpu_codes(engine, batch, bits, 3), expected)
     with pytest.raises(ValueError, match="task_size"):
         emulator.engine(emulated_kernels, task_size=largest + 1)
+
+
+@pytest.mark.parametrize(
+    "planes_group", kernels.UNIT_KERNELS, ids=lambda pg: "planes{}-group{}".format(*pg)
+)
+@pytest.mark.parametrize("bits", [8, 40, 128, 256, 288, 1000])
+def test_every_unit_kernel_matches_numpy(emulated_kernels, planes_group, bits):
+    """Each plane count (forced by an over-estimated largest task), groups of words included."""
+    planes, group = planes_group
+    engine = emulator.engine(emulated_kernels, task_size=5, threads_per_block=32, max_blocks=2)
+    batch = _random_batch(np.random.default_rng(bits), 70, 14, "none")
+    plan = engine.plan_tasks(batch.offsets)
+    assert engine_unit_kernel(2**planes - 1) == (
+        f"simhash_accumulate_unit<{planes}, {group}>",
+        group,
+    )
+    codes = engine.accumulate(
+        batch.states, batch.offsets, None, plan, bits=bits, seed=77, largest_task=2**planes - 1
+    )
+    np.testing.assert_array_equal(codes, _cpu.fingerprint_batch(batch, bits=bits, seed=77))
+    assert engine.launch.launched[-2 if plan["split_docs"].size else -1].startswith(
+        f"simhash_accumulate_unit<{planes}"
+    )
+
+
+def test_seed_suffix_digits():
+    from gpusimhash._gpu.engine import seed_suffix
+
+    for seed in (0, 7, 10, 12345, 2**32 - 1):
+        digits, length = seed_suffix(seed)
+        text = "".join(str((int(digits) >> (4 * k)) & 15) for k in reversed(range(int(length))))
+        assert text == str(seed)

@@ -25,8 +25,11 @@ KERNELS = HERE.parents[2] / "kernels"
 # kernel name -> entry point in glue.cpp
 ENTRY_POINTS = {
     "simhash_max_abs": "emu_simhash_max_abs",
-    "simhash_accumulate<true>": "emu_simhash_accumulate_true",
-    "simhash_accumulate<false>": "emu_simhash_accumulate_false",
+    "simhash_accumulate_weighted": "emu_simhash_accumulate_weighted",
+    **{
+        f"simhash_accumulate_unit<{planes}, {group}>": f"emu_simhash_accumulate_unit_{planes}_{group}"
+        for planes, group in kernels.UNIT_KERNELS
+    },
     "simhash_pack_partials": "emu_simhash_pack_partials",
     "text_classify": "emu_text_classify",
     "text_span_states": "emu_text_span_states",
@@ -43,6 +46,7 @@ SCALARS = {
     np.dtype(np.int64): ctypes.c_longlong,
     np.dtype(np.int32): ctypes.c_int,
     np.dtype(np.uint32): ctypes.c_uint,
+    np.dtype(np.uint64): ctypes.c_ulonglong,
 }
 
 

@@ -24,20 +24,35 @@ void emu_simhash_max_abs(unsigned grid, unsigned block, const double* weights,
                                max_abs_bits));
 }
 
-#define EMU_ACCUMULATE(NAME, WEIGHTED)                                                          \
-    void NAME(unsigned grid, unsigned block, const unsigned int* states, const double* weights, \
-              const long long* offsets, const long long* task_docs,                             \
-              const long long* task_starts, const unsigned long long* max_abs_bits,             \
-              const long long* partial_rows, long long* partials, unsigned char* codes,         \
-              long long n_tasks, long long task_size, int bits, unsigned int seed) {            \
+void emu_simhash_accumulate_weighted(unsigned grid, unsigned block, const unsigned int* states,
+                                     const double* weights, const long long* offsets,
+                                     const long long* task_docs, const long long* task_starts,
+                                     const unsigned long long* max_abs_bits,
+                                     const long long* partial_rows, long long* partials,
+                                     unsigned char* codes, long long n_tasks,
+                                     long long task_size, int bits,
+                                     unsigned long long suffix_digits, int suffix_length) {
+    EMU_LAUNCH(grid, block,
+               simhash_accumulate_weighted(states, weights, offsets, task_docs, task_starts,
+                                           max_abs_bits, partial_rows, partials, codes, n_tasks,
+                                           task_size, bits, suffix_digits, suffix_length));
+}
+
+#define EMU_ACCUMULATE_UNIT(PLANES, GROUP)                                                      \
+    void emu_simhash_accumulate_unit_##PLANES##_##GROUP(                                        \
+        unsigned grid, unsigned block, const unsigned int* states, const long long* offsets,    \
+        const long long* task_docs, const long long* task_starts,                               \
+        const long long* partial_rows, long long* partials, unsigned char* codes,               \
+        long long n_tasks, long long task_size, int bits, unsigned long long suffix_digits,     \
+        int suffix_length) {                                                                    \
         EMU_LAUNCH(grid, block,                                                                 \
-                   simhash_accumulate<WEIGHTED>(states, weights, offsets, task_docs,            \
-                                                task_starts, max_abs_bits, partial_rows,        \
-                                                partials, codes, n_tasks, task_size, bits,      \
-                                                seed));                                         \
+                   (simhash_accumulate_unit<PLANES, GROUP>(                                     \
+                       states, offsets, task_docs, task_starts, partial_rows, partials, codes,  \
+                       n_tasks, task_size, bits, suffix_digits, suffix_length)));               \
     }
-EMU_ACCUMULATE(emu_simhash_accumulate_true, true)
-EMU_ACCUMULATE(emu_simhash_accumulate_false, false)
+EMU_ACCUMULATE_UNIT(4, 8)
+EMU_ACCUMULATE_UNIT(8, 8)
+EMU_ACCUMULATE_UNIT(11, 4)
 
 void emu_simhash_pack_partials(unsigned grid, unsigned block, const long long* partials,
                                const long long* split_docs, long long n_split, int bits,
