@@ -98,6 +98,7 @@ class Engine:
         self.launch = launch
         self.word_table, self.lower_table = tables
         self.task_size = task_size
+        self._idf_cache: tuple[tuple[int, int], np.ndarray, tuple[Any, Any, float]] | None = None
 
     def plan_tasks(self, offsets: Any) -> dict[str, Any]:
         """Split documents into accumulation tasks of at most ``task_size`` entries.
@@ -365,6 +366,16 @@ class Engine:
         offsets = _segments.offsets_of((distinct >> xp.uint64(32)).astype(xp.int64), n_docs)
         return states, offsets, self._weights(featurizer, counts.astype(xp.int64), states)
 
+    def _idf_table(self, featurizer: TextFeaturizer) -> tuple[Any, Any, float]:
+        """Return the fitted vocabulary and idf on the device, made once per fitted featurizer."""
+        key = (id(featurizer), id(featurizer.fitted_states))
+        cached = self._idf_cache
+        if cached is None or cached[0] != key or cached[1] is not featurizer.fitted_states:
+            vocabulary, idf, unseen = _idf_table(featurizer)
+            table = (self.xp.asarray(vocabulary), self.xp.asarray(idf), unseen)
+            self._idf_cache = cached = (key, featurizer.fitted_states, table)
+        return cached[2]
+
     def _weights(self, featurizer: TextFeaturizer, counts: Any, states: Any) -> Any | None:
         """Weights of distinct features from their counts, as the featurizer computes them."""
         xp = self.xp
@@ -373,12 +384,11 @@ class Engine:
         if featurizer.weighting == "binary" or counts.size == 0:
             return None
         if featurizer.weighting == "tfidf":
-            vocabulary, idf, unseen = _idf_table(featurizer)
-            vocabulary = xp.asarray(vocabulary)
+            vocabulary, idf, unseen = self._idf_table(featurizer)
             if vocabulary.size:
                 at = xp.minimum(xp.searchsorted(vocabulary, states), vocabulary.size - 1)
                 found = vocabulary[at] == states
-                idf_of = xp.where(found, xp.asarray(idf)[at], unseen)
+                idf_of = xp.where(found, idf[at], unseen)
             else:
                 idf_of = xp.full(states.size, unseen, dtype=xp.float64)
             return counts.astype(xp.float64) * idf_of
@@ -394,9 +404,9 @@ def _idf_table(featurizer: TextFeaturizer) -> tuple[np.ndarray, np.ndarray, floa
     """Return the fitted vocabulary, its idf and the idf of an unseen feature."""
     vocabulary = featurizer.fitted_states
     idf = featurizer.weigh(np.ones(vocabulary.size, dtype=np.int64), vocabulary)
-    # the smallest state not in the vocabulary stands for every unseen one
-    candidates = np.arange(vocabulary.size + 1, dtype=np.uint32)
-    unseen_state = np.setdiff1d(candidates, vocabulary, assume_unique=True)[:1]
+    # the smallest state not in the (sorted, distinct) vocabulary stands for every unseen one
+    gaps = np.flatnonzero(vocabulary != np.arange(vocabulary.size, dtype=np.uint32))
+    unseen_state = np.array([gaps[0] if gaps.size else vocabulary.size], dtype=np.uint32)
     unseen = featurizer.weigh(np.ones(1, dtype=np.int64), unseen_state)
     return vocabulary, idf, float(unseen[0])
 
