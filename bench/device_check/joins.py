@@ -35,6 +35,11 @@ def clustered_codes(
     return codes[rng.permutation(n)]
 
 
+def _host(array: Any) -> np.ndarray:
+    """A device array copied to the host (NumPy passes through)."""
+    return np.asarray(array.get() if hasattr(array, "get") else array)
+
+
 def _synchronized(function: Callable[[], Any]) -> tuple[float, Any]:
     """Wall seconds of ``function()``, the device synchronized before and after."""
     import cupy
@@ -90,7 +95,7 @@ def gpu_join(codes: np.ndarray, radius: int, repeats: int) -> tuple[dict[str, An
         f"gpu join {record['codes']:,} codes {record['bits']} bits radius {radius}: "
         f"{record['seconds']:.4f} s, {record['unique_pairs']:,} pairs, plan {record['plan']}"
     )
-    return record, inverse.get(), unique_pairs.get()
+    return record, _host(inverse), _host(unique_pairs)
 
 
 def _cpu_groups(codes: np.ndarray, radius: int) -> tuple[float, np.ndarray, np.ndarray]:
@@ -157,8 +162,8 @@ def gpu_knn(
         "first_call_seconds": warm_up,
         "checked_queries": check_queries,
         "identical_to_faiss": bool(
-            np.array_equal(distances[:check_queries].get(), faiss_distances)
-            and np.array_equal(positions[:check_queries].get(), faiss_positions)
+            np.array_equal(_host(distances[:check_queries]), faiss_distances)
+            and np.array_equal(_host(positions[:check_queries]), faiss_positions)
         ),
         "faiss_cpu_seconds_for_checked_queries": faiss_seconds,
     }
@@ -205,6 +210,8 @@ def sections(
 
     def compare(name: str, radius: int) -> Callable[[], Any]:
         def run() -> dict[str, Any]:
+            if name not in results:
+                raise RuntimeError("no GPU join result to compare: its section did not finish")
             inverse, unique_pairs = results[name]
             return cpu_compare(data[name], radius, inverse, unique_pairs, cpu_limit_s)
 
