@@ -71,7 +71,7 @@ __all__ = [
     "verify_pairs",
 ]
 
-DEFAULT_MIN_COSINE = 0.9
+DEFAULT_MIN_COSINE = 0.8
 DEFAULT_CANDIDATE_RECALL = 0.99
 MEASURES = ("cosine", "jaccard")
 # candidate pairs expanded and verified at a time
@@ -350,7 +350,7 @@ def threshold(min_cosine: Any = None, min_jaccard: Any = None) -> tuple[str, flo
     Examples
     --------
     >>> threshold()
-    ('cosine', 0.9)
+    ('cosine', 0.8)
     >>> threshold(min_jaccard=0.8)
     ('jaccard', 0.8)
     """
@@ -555,7 +555,7 @@ def verify_pairs(
         Minimum cosine of the weighted feature vectors, in ``[-1, 1]``.
     min_jaccard : float, optional
         Minimum Jaccard similarity of the feature sets (weights ignored), in ``[0, 1]``.
-        Give at most one; with neither, ``min_cosine=0.9``.
+        Give at most one; with neither, ``min_cosine=0.8``.
     featurizer : TextFeaturizer, optional
         How text becomes features; use the one the fingerprints were made with.
     empty_as_duplicates : bool
@@ -623,7 +623,7 @@ def verified_near_duplicates(
     documents : sequence of documents
         Texts, mappings ``{feature: weight}`` or lists of ``(feature, weight)`` pairs.
     min_cosine, min_jaccard : float, optional
-        The threshold, as in `verify_pairs` (default: cosine 0.9). For Jaccard, the candidates
+        The threshold, as in `verify_pairs` (default: cosine 0.8). For Jaccard, the candidates
         come from fingerprints of the feature sets (every weight 1).
     bits : int
         Fingerprint length, a multiple of 8.

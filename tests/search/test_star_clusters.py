@@ -21,7 +21,7 @@ def similarity_of(pairs):
     return 0.9 + ((pairs[:, 0] * 31 + pairs[:, 1] * 17) % 10) / 100
 
 
-@settings(max_examples=200)
+@settings(max_examples=100)
 @given(graphs(), st.sampled_from(["first", "longest", "score"]), st.randoms())
 def test_stars_never_chain(graph, policy, random):
     n, pairs = graph
@@ -95,7 +95,7 @@ def test_star_errors():
 # ---- units: documents with identical features clustered as one ----
 
 
-@settings(max_examples=150)
+@settings(max_examples=60)
 @given(graphs(), st.integers(1, 6), st.sampled_from(["first", "longest"]), st.randoms())
 def test_units_give_the_clusters_of_the_expanded_pairs(graph, n_docs_per, policy, random):
     n_units, unit_pairs = graph

@@ -67,7 +67,7 @@ entries = st.lists(
 )
 
 
-@settings(max_examples=100)
+@settings(max_examples=50)
 @given(st.lists(entries, max_size=6))
 def test_merge_sums_each_state_in_entry_order(documents):
     states = np.array([s for d in documents for s, _ in d], dtype=np.uint32)
@@ -90,7 +90,7 @@ def test_merge_sums_each_state_in_entry_order(documents):
             )
 
 
-@settings(max_examples=60)
+@settings(max_examples=30)
 @given(st.lists(texts, min_size=2, max_size=6), featurizers)
 def test_similarities_equal_the_oracle_on_the_featurizers_features(documents, featurizer):
     features = DocumentFeatures.from_batch(featurizer.transform(documents))
@@ -113,7 +113,7 @@ mappings = st.dictionaries(
 )
 
 
-@settings(max_examples=60)
+@settings(max_examples=30)
 @given(st.lists(mappings, min_size=2, max_size=5))
 def test_similarities_of_weighted_mappings(documents):
     features = DocumentFeatures.from_batch(featurize(documents))
@@ -183,7 +183,7 @@ def test_set_cosine_is_at_least_the_jaccard_bound(a, b):
 # ---- verify_pairs ----
 
 
-@settings(max_examples=40)
+@settings(max_examples=25)
 @given(
     st.lists(texts, min_size=2, max_size=8),
     st.sampled_from([0.0, 0.5, 0.7, 0.9, 1.0]),
@@ -297,12 +297,12 @@ def test_full_radius_finds_exactly_the_true_pairs(measure, column):
 
 def test_default_radius_is_exactly_precise_and_finds_nearly_all():
     documents = corpus()
-    expected = truth(documents, TextFeaturizer(), 0, 0.9)
+    expected = truth(documents, TextFeaturizer(), 0, 0.8)
     pairs, similarity = verified_near_duplicates(documents, device="cpu")
     found = pairs.tolist()
     assert set(map(tuple, found)) <= set(map(tuple, expected))
     assert len(found) >= 0.95 * len(expected)
-    assert (similarity >= 0.9).all()
+    assert (similarity >= 0.8).all()
     assert found == sorted(found)
     assert all(i < j for i, j in found)
 

@@ -43,7 +43,7 @@ def run(docs, radius, value, empty):
     return groups, found
 
 
-@settings(max_examples=80)
+@settings(max_examples=40)
 @given(documents, st.integers(0, 16), st.sampled_from([0.5, 0.8, 1.0]), st.booleans())
 def test_units_give_exactly_the_verified_document_pairs(docs, radius, value, empty):
     groups, found = run(docs, radius, value, empty)

@@ -1,0 +1,137 @@
+import numpy as np
+import pytest
+
+from gpusimhash import fingerprint
+from gpusimhash.dedup.verification import (
+    check_budget,
+    cluster,
+    feature_spill,
+    join_with_features,
+    plan_threshold,
+)
+from gpusimhash.search.exact import near_duplicate_groups
+from gpusimhash.search.verify import (
+    DocumentFeatures,
+    candidate_documents,
+    candidate_radius,
+    featurize,
+    verify_candidates,
+)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "expected"),
+    [
+        ({}, ("cosine", 0.8, candidate_radius(128, min_cosine=0.8), True)),
+        ({"min_jaccard": 0.7}, ("jaccard", 0.7, candidate_radius(128, min_jaccard=0.7), True)),
+        ({"max_distance": 20, "min_cosine": 0.95}, ("cosine", 0.95, 20, True)),
+        ({"max_distance": 500}, ("cosine", 0.8, 128, True)),
+        ({"verify": False}, ("cosine", 0.8, 26, False)),
+        ({"verify": False, "min_jaccard": 0.6}, ("jaccard", 0.6, 29, False)),
+        ({"verify": False, "max_distance": 64}, ("cosine", pytest.approx(0.0), 64, False)),
+    ],
+)
+def test_plan_threshold(kwargs, expected):
+    plan = plan_threshold(128, **kwargs)
+    assert (plan.measure, plan.value, plan.radius, plan.verify) == expected
+
+
+def test_plan_threshold_refuses_two_thresholds_without_verification():
+    with pytest.raises(ValueError, match="give one of max_distance, min_cosine and min_jaccard"):
+        plan_threshold(64, verify=False, max_distance=3, min_cosine=0.9)
+    with pytest.raises(ValueError, match="at most one of min_cosine and min_jaccard"):
+        plan_threshold(64, min_cosine=0.9, min_jaccard=0.9)
+
+
+@pytest.mark.parametrize("batch_size", [1, 3, 100])
+def test_spill_reads_back_what_was_appended(batch_size):
+    rng = np.random.default_rng(0)
+    docs = [" ".join(rng.choice(list("abcdefg"), size=rng.integers(0, 9))) for _ in range(40)]
+    whole = DocumentFeatures.from_batch(featurize(docs))
+    rows = np.sort(rng.choice(40, size=15, replace=False))
+    with feature_spill() as spill:
+        for start in range(0, 40, batch_size):
+            spill.append(DocumentFeatures.from_batch(featurize(docs[start : start + batch_size])))
+        got = spill.gather(rows)
+        directory = spill.directory
+    expected = whole.take(rows)
+    for name in ("states", "offsets", "weights", "exponents", "squared_norms"):
+        np.testing.assert_array_equal(getattr(got, name), getattr(expected, name))
+    assert not directory.exists()
+
+
+def test_spill_of_featureless_documents():
+    with feature_spill() as spill:
+        spill.append(DocumentFeatures.from_batch(featurize(["", "!"])))
+        assert spill.gather([1]).sizes.tolist() == [0]
+
+
+def test_budget_refuses_in_one_line_unless_forced():
+    codes = np.zeros((1000, 16), np.uint8)
+    codes[:, 0] = np.arange(1000) % 251  # 251 distinct codes, all within 8 bits
+    assert check_budget(codes, 8, budget=31_375) == 251 * 250 / 2
+    with pytest.raises(
+        ValueError, match=r"^about 31,375 candidate pairs at Hamming radius 8 of 128"
+    ):
+        check_budget(codes, 8, budget=31_374)
+    assert check_budget(codes, 8, budget=10, force=True) == 31_375
+
+
+def test_featureless_documents_join_apart():
+    docs = ["", "a b", "...", "a b", ""]
+    features = DocumentFeatures.from_batch(featurize(docs))
+    codes = fingerprint(docs, bits=64)
+    join = lambda c: near_duplicate_groups(c, max_distance=3)
+    groups = join_with_features(codes, features.sizes > 0, join)
+    assert candidate_documents(groups).tolist() == [1, 3]
+    together = join_with_features(codes, features.sizes > 0, join, empty_as_duplicates=True)
+    assert candidate_documents(together).tolist() == [0, 1, 2, 3, 4]
+
+
+CHAIN = ["a b c d e f g h", "a b c d e f g x", "a b c d e f y x", "a b c d e z y x", "q r s"]
+
+
+def run(docs, method, verified=True, value=0.8, policy="first", lengths=None):
+    batch = featurize(docs)
+    features = DocumentFeatures.from_batch(batch)
+    plan = plan_threshold(
+        64, verify=verified, min_cosine=value, max_distance=64 if verified else None
+    )
+    codes = fingerprint(docs, bits=64)
+    groups = join_with_features(
+        codes, features.sizes > 0, lambda c: near_duplicate_groups(c, max_distance=plan.radius)
+    )
+    rows = candidate_documents(groups)
+    local = features.take(rows)
+    found = verify_candidates(groups, local, rows, min_cosine=value) if verified else None
+    return cluster(groups, found, local, rows, plan, method=method, policy=policy, lengths=lengths)
+
+
+def test_stars_do_not_chain_and_components_do():
+    # consecutive documents share 7 of 8 words (cosine 0.875); two apart, 0.75
+    stars = run(CHAIN, "star")
+    assert stars.kept_for.tolist() == [0, 0, 2, 2, 4]
+    assert stars.below_threshold == 0
+    assert stars.similarity.tolist() == [1.0, 0.875, 1.0, 0.875, 1.0]
+    components = run(CHAIN, "components")
+    assert components.kept_for.tolist() == [0, 0, 0, 0, 4]
+    assert components.below_threshold == 2
+    assert components.similarity[2:4].tolist() == [0.75, 0.625]
+
+
+def test_policy_picks_the_centres():
+    stars = run(CHAIN, "star", policy="longest", lengths=[1, 5, 1, 1, 1])
+    assert stars.kept_for.tolist() == [1, 1, 1, 3, 4]
+    assert stars.below_threshold == 0
+
+
+def test_without_verification_removed_documents_are_measured():
+    clusters = run(CHAIN + ["h g f e d c b a"], "components", verified=False, value=0.3)
+    assert clusters.keep.sum() >= 1
+    removed = ~clusters.keep
+    assert np.all(clusters.similarity[removed] <= 1.0)
+
+
+def test_unknown_method():
+    with pytest.raises(ValueError, match="cluster method must be one of star, components"):
+        run(CHAIN, "single-link")
