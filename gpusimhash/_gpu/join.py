@@ -90,7 +90,8 @@ class JoinSettings:
     knn_query_tile, knn_chunk : int
         Queries per ``knn_topk`` block and stored codes per shared-memory chunk, at most.
     shared_bytes : int
-        Dynamic shared memory per block, at most.
+        Dynamic shared memory per block, at most (``knn_topk`` takes more only when one query
+        and 32 codes need more: wide codes with a tiny setting).
     """
 
     tile_cols: int = 256
@@ -564,9 +565,16 @@ class DeviceJoin:
             Ascending per row; ``-1`` past the ``n`` stored codes.
         positions : array, shape (q, k), dtype int64
             Rows of ``stored``; ``-1`` likewise.
+
+        Raises
+        ------
+        ValueError
+            ``2**31`` stored codes or more (the kernel counts them in int32).
         """
         xp = self.xp
         n_stored, n_queries = stored.shape[0], queries.shape[0]
+        if n_stored >= 2**31:
+            raise ValueError(f"at most 2**31 - 1 stored codes per search, got {n_stored}")
         distances = xp.full((n_queries, k), -1, dtype=xp.int32)
         positions = xp.full((n_queries, k), -1, dtype=xp.int64)
         found = min(k, n_stored)
