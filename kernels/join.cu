@@ -13,7 +13,8 @@
 //   over the items. A bucket pair is taken once (u <= v); its |u| * |v| compares (|u|^2 keeping
 //   a < b when u == v) are spread over the lanes, 32 at a time. A bucket pair of more than
 //   big_pairs compares is not compared here: it is appended to `big` (as u * n_buckets + v) for
-//   join_tiles, the oversized-bucket fallback, which spreads it over many blocks.
+//   join_tiles, the oversized-bucket fallback, which spreads it over many blocks (the host keeps
+//   big_pairs below 2**31).
 // join_tiles<Words>: rectangles of rows [a_lo, a_hi) x columns [b_lo, b_hi) of `words`, cut into
 //   tiles of blockDim.x rows by tile_cols columns; one block per tile, blocks striding over the
 //   tiles. A tile's columns are staged in dynamic shared memory (tile_cols * words uint64) and
@@ -104,13 +105,15 @@ __global__ void join_bucket_pairs(const unsigned long long* words, const long lo
             }
             continue;
         }
+        // total <= big_pairs < 2**31 here: 32-bit division, far cheaper than 64-bit
+        const unsigned int columns = (unsigned int)v_size;
         for (long long first = 0; first < total; first += 32) {
-            const long long t = first + lane;
+            const unsigned int t = (unsigned int)first + lane;
             bool keep = false;
             long long key = 0;
             if (t < total) {
-                const long long a = u_first + t / v_size;
-                const long long b = v_first + t % v_size;
+                const long long a = u_first + t / columns;
+                const long long b = v_first + t % columns;
                 if (u != v || a < b) {
                     const unsigned long long* code_a = words + a * nw;
                     const unsigned long long* code_b = words + b * nw;

@@ -78,7 +78,7 @@ class JoinSettings:
     big_capacity : int
         Slots for oversized bucket pairs, likewise.
     big_pairs : int
-        Compares above which a bucket pair goes to ``join_tiles``.
+        Compares above which a bucket pair goes to ``join_tiles`` (below ``2**31``).
     brute_force_max : int
         Distinct codes up to which the join is a tiled brute force.
     max_key_bits : int
@@ -247,6 +247,8 @@ class DeviceJoin:
         self.xp = xp
         self.launch = launch
         self.settings = JoinSettings() if settings is None else settings
+        if not 1 <= self.settings.big_pairs < 2**31:
+            raise ValueError(f"big_pairs must be in [1, 2**31), got {self.settings.big_pairs}")
         self.stats = JoinStats()
         self._capacity = self.settings.pair_capacity
 
