@@ -31,6 +31,7 @@ _PUBLIC = {
     "hamming": "gpusimhash.codes",
     "hamming_matrix": "gpusimhash.codes",
     "keep_one": "gpusimhash.search.clusters",
+    "near_duplicate_components": "gpusimhash.search.exact",
     "near_duplicate_groups": "gpusimhash.search.exact",
     "near_duplicates": "gpusimhash.search.exact",
     "radius_recall": "gpusimhash.search._join",
@@ -59,6 +60,7 @@ __all__ = [
     "hamming",
     "hamming_matrix",
     "keep_one",
+    "near_duplicate_components",
     "near_duplicate_groups",
     "near_duplicates",
     "radius_recall",
@@ -79,7 +81,11 @@ if TYPE_CHECKING:
         keep_one,
         star_clusters,
     )
-    from gpusimhash.search.exact import near_duplicate_groups, near_duplicates
+    from gpusimhash.search.exact import (
+        near_duplicate_components,
+        near_duplicate_groups,
+        near_duplicates,
+    )
     from gpusimhash.search.index import SimHashIndex
     from gpusimhash.search.lsh import approximate_near_duplicate_groups, approximate_near_duplicates
     from gpusimhash.search.verify import candidate_radius, verified_near_duplicates, verify_pairs

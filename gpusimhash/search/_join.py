@@ -22,6 +22,7 @@ __all__ = [
     "collapse",
     "cosine_radius",
     "expand_pairs",
+    "first_seen_labels",
     "keys_to_pairs",
     "pair_keys",
     "radius_recall",
@@ -212,6 +213,33 @@ def collapse(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return unique[:, None], inverse.astype(np.int64, copy=False)
     unique, inverse = np.unique(words, axis=0, return_inverse=True)
     return unique, inverse.reshape(-1).astype(np.int64, copy=False)
+
+
+def first_seen_labels(labels: np.ndarray) -> np.ndarray:
+    """Renumber labels ``0, 1, ...`` in order of their first occurrence.
+
+    Parameters
+    ----------
+    labels : ndarray, shape (n,), integer dtype
+        Any labelling (for example, each item's component root).
+
+    Returns
+    -------
+    ndarray, shape (n,), dtype int64
+        The same partition, labels numbered by each part's first item.
+
+    Examples
+    --------
+    >>> first_seen_labels(np.array([7, 3, 7, 9, 3])).tolist()
+    [0, 1, 0, 2, 1]
+    """
+    if labels.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    _, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
+    rank = np.empty(first.size, dtype=np.int64)
+    rank[np.argsort(first)] = np.arange(first.size)
+    renumbered: np.ndarray = rank[inverse.reshape(-1)]
+    return renumbered
 
 
 def threads() -> int:

@@ -23,7 +23,8 @@ from scipy.sparse.csgraph import connected_components
 from gpusimhash._choices import POLICIES
 from gpusimhash._cpu._verify_loops import star_assign
 from gpusimhash.search._join import DuplicateGroups
-from gpusimhash.search.exact import near_duplicate_groups
+from gpusimhash.search._join import first_seen_labels as _renumber
+from gpusimhash.search.exact import near_duplicate_components
 
 __all__ = [
     "POLICIES",
@@ -85,21 +86,13 @@ def cluster_labels(pairs, n: int) -> np.ndarray:
     return _renumber(labels)
 
 
-def _renumber(labels: np.ndarray) -> np.ndarray:
-    """Relabel clusters ``0, 1, ...`` in order of their smallest member."""
-    if labels.size == 0:
-        return labels.astype(np.int64)
-    _, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
-    rank = np.empty(first.size, dtype=np.int64)
-    rank[np.argsort(first)] = np.arange(first.size)
-    return rank[inverse.reshape(-1)]
-
-
 def cluster_near_duplicates(codes, *, max_distance=None, min_cosine=None) -> np.ndarray:
-    """Cluster codes by near-duplicate links without materializing all pairs.
+    """Cluster codes by near-duplicate links without materializing any pair.
 
     Identical codes are one node of the graph, so a group of thousands of copies costs one node
-    instead of millions of pairs.
+    instead of millions of pairs, and the join runs in components mode
+    (`gpusimhash.search.exact.near_duplicate_components`): codes already known to share a
+    cluster are not compared again.
 
     Parameters
     ----------
@@ -127,8 +120,7 @@ def cluster_near_duplicates(codes, *, max_distance=None, min_cosine=None) -> np.
     >>> cluster_near_duplicates(codes, max_distance=1).tolist()
     [0, 0, 0, 1]
     """
-    groups = near_duplicate_groups(codes, max_distance=max_distance, min_cosine=min_cosine)
-    return group_labels(groups)
+    return near_duplicate_components(codes, max_distance=max_distance, min_cosine=min_cosine)
 
 
 def group_labels(groups: DuplicateGroups) -> np.ndarray:

@@ -2,51 +2,34 @@
 
 Every pair of codes within a Hamming radius is found exactly. Identical codes are collapsed
 first, so a corpus with thousands of copies of one document costs one code inside the search.
-Candidates come from Manku-style permuted tables: the free bits are cut into ``m`` blocks, and
-two codes within ``r`` bits agree on at least ``m - r`` blocks (pigeonhole), so each table keys
-the codes on one combination of ``m - r`` blocks, sorts them, and pairs up codes inside each run
-of equal keys; a popcount on ``uint64`` words then keeps the true pairs. ``m`` is chosen per
-call from a cost model (``m = r + 1`` is plain pigeonhole blocking), with an exact brute force
-(FAISS range search) where that is cheaper. A run of equal keys too large to pair up directly
-(skewed data) is searched again, recursively, on the bits its key does not cover.
+On the CPU the distinct codes go to multi-index hashing (`gpusimhash.search.mih`): blocks of
+bits probed within per-block thresholds that together cover the radius, chosen by a planner
+from the measured bucket occupancy of the codes, or a tiled brute force where that is cheaper.
+`near_duplicate_components` links codes into clusters without emitting pairs. On a GPU the join
+runs in `gpusimhash._gpu.join`; both give the same pairs.
 """
 
 from __future__ import annotations
 
-import math
-from concurrent.futures import ThreadPoolExecutor
-from itertools import combinations
+from typing import Any
 
-import faiss
 import numpy as np
 
-from gpusimhash import _backend, _segments, _validate
+from gpusimhash import _backend, _validate
 from gpusimhash.codes import code_words
-from gpusimhash.search._join import (
-    DuplicateGroups,
-    collapse,
-    keys_to_pairs,
-    pair_keys,
-    resolve_radius,
-    threads,
-)
+from gpusimhash.search import mih
+from gpusimhash.search._join import DuplicateGroups, collapse, first_seen_labels, resolve_radius
 
-__all__ = ["near_duplicate_groups", "near_duplicates"]
-
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-# Cost model, in seconds per unit, measured on a 2-core x86 machine (only ratios matter).
-_SORT_COST = 6e-8  # per code per table: key extraction, sort, gather
-_CANDIDATE_COST = 3e-8  # per candidate pair: generation and popcount check
-_BRUTE_COST = 2e-10  # per pair in a FAISS range search
-_MAX_TABLES = 512
-_GIANT_RUN = 4096  # runs of equal keys larger than this are searched recursively
-_CHUNK_PAIRS = 1 << 22
-_MAX_DEPTH = 3  # recursions into giant runs before brute force
-_RADIX_MAX_BITS = 32  # wider keys are hashed to this many bits
-_PARALLEL_MIN = 50_000  # codes in a search before tables run in parallel threads  # candidate pairs generated per batch (bounds memory)
+__all__ = ["near_duplicate_components", "near_duplicate_groups", "near_duplicates"]
 
 
-def near_duplicates(codes, *, max_distance=None, min_cosine=None, device="auto") -> np.ndarray:
+def near_duplicates(
+    codes: Any,
+    *,
+    max_distance: int | None = None,
+    min_cosine: float | None = None,
+    device: str = "auto",
+) -> np.ndarray:
     """Find every pair of codes within a Hamming radius, exactly.
 
     Parameters
@@ -95,7 +78,11 @@ def near_duplicates(codes, *, max_distance=None, min_cosine=None, device="auto")
 
 
 def near_duplicate_groups(
-    codes, *, max_distance=None, min_cosine=None, device="auto"
+    codes: Any,
+    *,
+    max_distance: int | None = None,
+    min_cosine: float | None = None,
+    device: str = "auto",
 ) -> DuplicateGroups:
     """Find near-duplicates in collapsed form, without expanding identical codes into pairs.
 
@@ -138,14 +125,55 @@ def near_duplicate_groups(
     codes = _validate.codes(_backend.to_host(codes))
     bits = codes.shape[1] * 8
     radius = resolve_radius(bits, max_distance=max_distance, min_cosine=min_cosine)
-    words = code_words(codes)
-    unique_words, inverse = collapse(words)
-    n_unique = unique_words.shape[0]
-    found: list[np.ndarray] = []
-    _join(unique_words, np.arange(n_unique, dtype=np.int64), [(0, bits)], radius, found)
-    keys = np.unique(np.concatenate(found)) if found else np.empty(0, dtype=np.int64)
-    unique_pairs = keys_to_pairs(keys, n_unique)
+    unique_words, inverse = collapse(code_words(codes))
+    unique_pairs = mih.join_pairs(unique_words, bits, radius)
     return DuplicateGroups(inverse=inverse, unique_pairs=unique_pairs, max_distance=radius)
+
+
+def near_duplicate_components(
+    codes: Any, *, max_distance: int | None = None, min_cosine: float | None = None
+) -> np.ndarray:
+    """Label the clusters of codes linked by chains of near-duplicates, without listing pairs.
+
+    The components of the graph whose edges are the pairs `near_duplicates` returns, computed
+    on the CPU without emitting the pairs: codes already known to share a cluster are not
+    compared again, so dense clusters cost about as much as sparse ones.
+
+    Parameters
+    ----------
+    codes : ndarray, shape (n, bits // 8), dtype uint8
+        Packed fingerprints (CuPy codes are copied to the host).
+    max_distance : int, optional
+        Hamming radius of a link.
+    min_cosine : float, optional
+        Alternatively, the minimum estimated cosine of a link. Give exactly one of the two.
+
+    Returns
+    -------
+    labels : ndarray, shape (n,), dtype int64
+        Cluster of every code, numbered ``0, 1, ...`` in order of each cluster's first code:
+        the labels `gpusimhash.cluster_labels` gives for ``near_duplicates(codes, ...)``.
+
+    Raises
+    ------
+    TypeError
+        `codes` not a uint8 array.
+    ValueError
+        `codes` not 2-D, both or neither threshold given, or a threshold out of range.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> codes = np.array([[0b1111_0000], [0b0000], [0b0001], [0b0011], [0b0000]], np.uint8)
+    >>> near_duplicate_components(codes, max_distance=1).tolist()
+    [0, 1, 1, 1, 1]
+    """
+    codes = _validate.codes(_backend.to_host(codes))
+    bits = codes.shape[1] * 8
+    radius = resolve_radius(bits, max_distance=max_distance, min_cosine=min_cosine)
+    unique_words, inverse = collapse(code_words(codes))
+    roots = mih.join_roots(unique_words, bits, radius)
+    return first_seen_labels(roots[inverse])
 
 
 def _on_gpu(codes: object, device: str) -> bool:
@@ -156,181 +184,3 @@ def _on_gpu(codes: object, device: str) -> bool:
     if device == "gpu":
         _backend.require_gpu()
     return device == "gpu"
-
-
-def _join(words, idx, free, radius, found, depth=0) -> None:
-    """Append to `found` the keys ``a * n + b`` of pairs of ``words[idx]`` within `radius`.
-
-    All codes in `idx` agree on the bits outside the `free` ranges, so their distance is
-    decided on the free bits alone. `depth` counts the recursions into giant runs.
-    """
-    s = idx.size
-    if s < 2:
-        return
-    n_free = sum(hi - lo for lo, hi in free)
-    if n_free <= radius:
-        left, right = np.triu_indices(s, k=1)
-        _append_pairs(idx[left], idx[right], words.shape[0], found)
-        return
-    plan = _plan(s, n_free, radius) if depth < _MAX_DEPTH else None
-    if plan is None:
-        _brute_force(words, idx, radius, found)
-        return
-    n_blocks, n_keyed = plan
-    blocks = _split(free, n_blocks)
-    tables = [
-        [seg for b in chosen for seg in blocks[b]]
-        for chosen in combinations(range(n_blocks), n_keyed)
-    ]
-
-    def run(segments):
-        return _table(words, idx, segments, free, radius, depth)
-
-    if s < _PARALLEL_MIN:
-        results = map(run, tables)
-    else:
-        # NumPy releases the GIL in sorts, gathers and ufuncs: tables run in parallel threads.
-        with ThreadPoolExecutor(max_workers=threads()) as pool:
-            results = list(pool.map(run, tables))
-    for result in results:
-        found.extend(result)
-
-
-def _plan(s: int, n_free: int, radius: int):
-    """Cheapest ``(n_blocks, n_keyed)`` table layout, or None for brute force."""
-    best_cost = s * (s - 1) / 2 * _BRUTE_COST
-    best = None
-    for n_blocks in range(radius + 1, min(n_free, radius + 12) + 1):
-        n_keyed = n_blocks - radius
-        tables = math.comb(n_blocks, n_keyed)
-        if tables > _MAX_TABLES:
-            break
-        key_bits = n_free * n_keyed // n_blocks  # the smallest keyed total
-        candidates = s * s / 2 / 2.0 ** min(key_bits, 60)
-        cost = tables * (s * _SORT_COST + candidates * _CANDIDATE_COST)
-        if cost < best_cost:
-            best_cost, best = cost, (n_blocks, n_keyed)
-    return best
-
-
-def _split(free, n_blocks):
-    """Cut the free bit ranges into `n_blocks` near-equal blocks of word-local segments."""
-    n_free = sum(hi - lo for lo, hi in free)
-    sizes = [n_free // n_blocks + (b < n_free % n_blocks) for b in range(n_blocks)]
-    blocks, ranges = [], [list(r) for r in free]
-    for size in sizes:
-        block = []
-        while size:
-            lo, hi = ranges[0]
-            take = min(size, hi - lo, 64 - lo % 64)
-            block.append((lo, lo + take))
-            size -= take
-            if lo + take == hi:
-                ranges.pop(0)
-            else:
-                ranges[0][0] = lo + take
-        blocks.append(block)
-    return blocks
-
-
-def _subtract(free, segments):
-    """Free ranges minus the segments (all sorted, segments inside the free ranges)."""
-    bits = np.zeros(max(hi for _, hi in free), dtype=bool)
-    for lo, hi in free:
-        bits[lo:hi] = True
-    for lo, hi in segments:
-        bits[lo:hi] = False
-    edges = np.flatnonzero(np.diff(np.concatenate([[False], bits, [False]]).astype(np.int8)))
-    return [(int(lo), int(hi)) for lo, hi in zip(edges[::2], edges[1::2], strict=True)]
-
-
-def _key(words, idx, segments, key_bits):
-    """Key of each code over the segments, in `key_bits` bits.
-
-    Exact when the segments fit in `key_bits` bits; otherwise a hash of them (a collision only
-    adds candidates, which the distance check removes).
-    """
-    total = sum(hi - lo for lo, hi in segments)
-    key = np.zeros(idx.size, dtype=np.uint64)
-    for lo, hi in segments:
-        width = hi - lo
-        value = words[idx, lo // 64] >> np.uint64(lo % 64)
-        if width < 64:
-            value &= np.uint64((1 << width) - 1)
-        if total <= key_bits:
-            key = (key << np.uint64(width)) | value
-        else:
-            key = (key ^ value) * _GOLDEN
-            key ^= key >> np.uint64(29)
-    if total > key_bits:
-        key >>= np.uint64(64 - key_bits)
-    return key
-
-
-def _table(words, idx, segments, free, radius, depth) -> list[np.ndarray]:
-    """Pair up the codes of `idx` that share a key over `segments`, keep those within radius.
-
-    Returns the keys ``a * n + b`` of the pairs found, in pieces.
-    """
-    found: list[np.ndarray] = []
-    key_bits = min(sum(hi - lo for lo, hi in segments), _RADIX_MAX_BITS)
-    key = _key(words, idx, segments, key_bits)
-    order = _radix_argsort(key, key_bits)
-    sorted_key = key[order]
-    change = np.flatnonzero(sorted_key[1:] != sorted_key[:-1]) + 1
-    starts = np.concatenate([[0], change])
-    ends = np.concatenate([change, [idx.size]])
-    sizes = ends - starts
-    giant = sizes > _GIANT_RUN
-    if giant.any():
-        rest = _subtract(free, sorted(segments))
-        for start, end in zip(starts[giant], ends[giant], strict=True):
-            _join(words, idx[order[start:end]], rest, radius, found, depth + 1)
-    small = (sizes >= 2) & ~giant
-    if not small.any():
-        return found
-    members = idx[order]
-    sorted_words = words[members]
-    # For each position in a small run: how many later positions share its run.
-    run_end = np.repeat(np.where(small, ends, 0), sizes)
-    later = run_end - np.arange(idx.size)
-    pos = np.flatnonzero(later > 1)
-    counts = later[pos] - 1
-    bounds = np.searchsorted(np.cumsum(counts), np.arange(_CHUNK_PAIRS, counts.sum(), _CHUNK_PAIRS))
-    for chunk_pos, chunk_counts in zip(
-        np.split(pos, bounds), np.split(counts, bounds), strict=True
-    ):
-        left = chunk_pos[_segments.segment_of(chunk_counts)]
-        right = left + 1 + _segments.ranks(chunk_counts)
-        distance = np.bitwise_count(sorted_words[left, 0] ^ sorted_words[right, 0]).astype(np.int32)
-        for w in range(1, words.shape[1]):
-            distance += np.bitwise_count(sorted_words[left, w] ^ sorted_words[right, w])
-        keep = distance <= radius
-        _append_pairs(members[left[keep]], members[right[keep]], words.shape[0], found)
-    return found
-
-
-def _radix_argsort(key: np.ndarray, key_bits: int) -> np.ndarray:
-    """Stable argsort of keys below ``2**key_bits``: LSD radix, NumPy's radix sort per 16 bits."""
-    order = np.arange(key.size)
-    for shift in range(0, key_bits, 16):
-        digit = ((key[order] >> np.uint64(shift)) & np.uint64(0xFFFF)).astype(np.uint16)
-        order = order[np.argsort(digit, kind="stable")]
-    return order
-
-
-def _brute_force(words, idx, radius, found) -> None:
-    """Exact all-pairs search of ``words[idx]`` with a FAISS range search."""
-    codes = np.ascontiguousarray(words[idx]).view(np.uint8)
-    index = faiss.IndexBinaryFlat(codes.shape[1] * 8)
-    index.add(codes)
-    lims, distances, labels = index.range_search(codes, radius + 1)  # strict: d < radius + 1
-    query = _segments.segment_of(np.diff(lims.astype(np.int64)))
-    keep = (labels > query) & (distances <= radius)
-    _append_pairs(idx[query[keep]], idx[labels[keep]], words.shape[0], found)
-
-
-def _append_pairs(a: np.ndarray, b: np.ndarray, n: int, found: list[np.ndarray]) -> None:
-    """Append the keys of pairs ``(a[k], b[k])`` to ``found``."""
-    if a.size:
-        found.append(pair_keys(a, b, n))

@@ -31,6 +31,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
+from itertools import combinations
 from typing import TypeVar
 
 import numpy as np
@@ -113,26 +114,26 @@ def plan(words: np.ndarray, bits: int, radius: int, *, workers: int = 1) -> Plan
     n = words.shape[0]
     pairs = n * (n - 1) / 2
     brute = Plan("brute", (), pairs * (words.shape[1] + 1) * _BRUTE_COST / workers)
-    if pairs < _BRUTE_ALWAYS or radius >= bits:
+    if n < 2 or pairs < _BRUTE_ALWAYS or radius >= bits:
         return brute
-    xor = _sample_xor(words)
+    xor = _sample_xor(words, int(min(_SAMPLE_PAIRS, pairs)))
     best = brute
     log_n = math.ceil(math.log2(n))
     min_width = max(4, log_n - 8)
     max_width = min(_MAX_WIDTH, max(log_n + 3, min_width))
-    for m in range(-(-bits // max_width), bits // min_width + 1):
+    for m in sorted({-(-bits // width) for width in range(min_width, max_width + 1)}):
         candidate = _plan_blocks(xor, n, bits, radius, m, workers)
         if candidate is not None and candidate.seconds < best.seconds:
             best = candidate
     return best
 
 
-def _sample_xor(words: np.ndarray) -> np.ndarray:
+def _sample_xor(words: np.ndarray, size: int) -> np.ndarray:
     """XOR of random pairs of distinct rows (a fixed seed: plans are deterministic)."""
     n = words.shape[0]
     rng = np.random.default_rng(0)
-    first = rng.integers(0, n, _SAMPLE_PAIRS)
-    second = (first + rng.integers(1, n, _SAMPLE_PAIRS)) % n
+    first = rng.integers(0, n, size)
+    second = (first + rng.integers(1, n, size)) % n
     xor: np.ndarray = words[first] ^ words[second]
     return xor
 
@@ -169,11 +170,12 @@ def _plan_blocks(
     best = np.full((m + 1, budget + 1), np.inf)
     best[m, 0] = 0.0
     units = np.zeros((m, budget + 1), dtype=np.int64)
+    spend = np.arange(budget + 1)
+    rest = spend[:, None] - spend[None, :]  # rest[u, k]: units left to later blocks
     for i in range(m - 1, -1, -1):
-        for u in range(budget + 1):
-            totals = cost[i, : u + 1] + best[i + 1, u::-1]
-            units[i, u] = int(np.argmin(totals))
-            best[i, u] = totals[units[i, u]]
+        totals = np.where(rest >= 0, cost[i][None, :] + best[i + 1][np.maximum(rest, 0)], np.inf)
+        units[i] = np.argmin(totals, axis=1)
+        best[i] = totals[spend, units[i]]
     if not np.isfinite(best[0, budget]):
         return None
     blocks, u = [], budget
@@ -193,9 +195,11 @@ def _ball(width: int, threshold: int) -> int:
 
 def _masks(width: int, threshold: int) -> np.ndarray:
     """Every key difference of at most ``threshold`` bits (zero first), increasing, as uint64."""
-    masks = {0}
-    for _ in range(threshold):
-        masks |= {m | (1 << b) for m in masks for b in range(width)}
+    masks = [
+        sum(1 << b for b in chosen)
+        for d in range(min(threshold, width) + 1)
+        for chosen in combinations(range(width), d)
+    ]
     return np.array(sorted(masks), dtype=np.uint64)
 
 
@@ -319,8 +323,9 @@ def join_pairs(
     Raises
     ------
     ValueError
-        A `chosen` MIH plan whose thresholds do not cover the radius
-        (``sum(t + 1) < radius + 1``), which could miss pairs.
+        A `chosen` MIH plan that could miss pairs (overlapping blocks, or thresholds that do
+        not cover the radius: ``sum(t + 1) < radius + 1``), or with a block too wide to index
+        or too many keys to probe.
 
     Examples
     --------
@@ -333,9 +338,11 @@ def join_pairs(
     """
     n = words.shape[0]
     workers = threads()
-    chosen = _checked(chosen, radius) or plan(words, bits, radius, workers=workers)
+    chosen = _checked(chosen, bits, radius) or plan(words, bits, radius, workers=workers)
     parts: list[np.ndarray] = []
-    if chosen.method == "brute":
+    if n < 2:
+        pass
+    elif chosen.method == "brute":
         columns = np.ascontiguousarray(words.T)
         ranges = _triangle_ranges(n, workers * _CHUNKS_PER_THREAD).tolist()
         parts = _run(
@@ -352,14 +359,28 @@ def join_pairs(
     return keys_to_pairs(np.sort(found[:, 0] * n + found[:, 1]), n)
 
 
-def _checked(chosen: Plan | None, radius: int) -> Plan | None:
-    """Refuse a given MIH plan whose thresholds do not cover the radius."""
-    if chosen is not None and chosen.method == "mih":
-        covered = sum(threshold + 1 for _, _, threshold in chosen.blocks)
-        if covered < radius + 1:
+def _checked(chosen: Plan | None, bits: int, radius: int) -> Plan | None:
+    """Refuse a given MIH plan that could miss pairs or that has no table layout."""
+    if chosen is None or chosen.method == "brute":
+        return chosen
+    end = 0
+    for lo, width, threshold in sorted(chosen.blocks):
+        if lo < end or not 1 <= width <= _MAX_WIDTH or lo + width > bits or threshold < 0:
             raise ValueError(
-                f"plan thresholds cover sum(t + 1) = {covered}, radius {radius} needs {radius + 1}"
+                f"plan blocks must be disjoint (lo, width, threshold) with 1 <= width <= "
+                f"{_MAX_WIDTH} inside {bits} bits and threshold >= 0, got {chosen.blocks}"
             )
+        if _ball(width, threshold) > _MAX_MASKS:
+            raise ValueError(
+                f"plan block {(lo, width, threshold)} probes {_ball(width, threshold)} keys per "
+                f"code, more than {_MAX_MASKS}"
+            )
+        end = lo + width
+    covered = sum(threshold + 1 for _, _, threshold in chosen.blocks)
+    if covered < radius + 1:
+        raise ValueError(
+            f"plan thresholds cover sum(t + 1) = {covered}, radius {radius} needs {radius + 1}"
+        )
     return chosen
 
 
@@ -390,11 +411,13 @@ def join_roots(
     """
     n = words.shape[0]
     workers = threads()
-    chosen = _checked(chosen, radius) or plan(words, bits, radius, workers=workers)
+    chosen = _checked(chosen, bits, radius) or plan(words, bits, radius, workers=workers)
     # One forest per thread, so no locks: each thread skips the pairs its own forest already
     # links, and merging the forests gives the components of all their links together.
     forests = [np.arange(n, dtype=np.int64) for _ in range(workers)]
-    if chosen.method == "brute":
+    if n < 2:
+        pass
+    elif chosen.method == "brute":
         columns = np.ascontiguousarray(words.T)
         ranges = _triangle_ranges(n, workers * _CHUNKS_PER_THREAD)
         _run(

@@ -13,7 +13,7 @@ from gpusimhash import (
     near_duplicates,
     radius_recall,
 )
-from gpusimhash.search import exact
+from gpusimhash.search import mih
 
 
 def brute_pairs(codes, radius):
@@ -31,35 +31,27 @@ def clustered_codes(rng, n, width, n_centres, flip_rate):
 
 
 @pytest.fixture
-def force_tables(monkeypatch):
-    """Make brute force look expensive so small inputs go through the blocking tables."""
-    monkeypatch.setattr(exact, "_BRUTE_COST", 1.0)
-
-
-@pytest.fixture
-def force_giant_runs(monkeypatch, force_tables):
-    """Treat small runs of equal keys as giant so the recursive path runs."""
-    monkeypatch.setattr(exact, "_GIANT_RUN", 20)
+def force_mih(monkeypatch):
+    """Make brute force look expensive so small inputs go through multi-index hashing."""
+    monkeypatch.setattr(mih, "_BRUTE_ALWAYS", 0)
+    monkeypatch.setattr(mih, "_BRUTE_COST", 1.0)
 
 
 @pytest.mark.parametrize("width", [1, 2, 3, 8, 9, 16, 32])
-@pytest.mark.parametrize("path", ["auto", "tables", "giant"])
+@pytest.mark.parametrize("path", ["auto", "mih"])
 def test_matches_brute_force_on_clustered_data(request, width, path):
-    if path == "tables":
-        request.getfixturevalue("force_tables")
-    if path == "giant":
-        request.getfixturevalue("force_giant_runs")
+    if path == "mih":
+        request.getfixturevalue("force_mih")
     rng = np.random.default_rng(width)
     for flip_rate in (0.01, 0.04, 0.2):
         codes = clustered_codes(rng, 300, width, 8, flip_rate)
-        radii = {0, 1, 3} if path == "giant" else {0, 1, 3, 6, width * 2, width * 4}
-        for radius in sorted(radii):
+        for radius in sorted({0, 1, 3, 6, width * 2, width * 4}):
             np.testing.assert_array_equal(
                 near_duplicates(codes, max_distance=radius), brute_pairs(codes, radius)
             )
 
 
-def test_uniform_random_codes(force_tables):
+def test_uniform_random_codes(force_mih):
     rng = np.random.default_rng(1)
     codes = rng.integers(0, 256, (2000, 2), dtype=np.uint8)
     np.testing.assert_array_equal(near_duplicates(codes, max_distance=2), brute_pairs(codes, 2))
@@ -79,32 +71,6 @@ def test_giant_identical_group_is_collapsed():
     assert (np.diff(keys) > 0).all()  # sorted, no repeats
 
 
-def test_skewed_block_values_take_the_recursive_path(monkeypatch):
-    # 20,000 distinct codes that all share their first 48 bits: every block keyed on those
-    # bits is one giant run, which must be searched on the remaining bits.
-    rng = np.random.default_rng(3)
-    codes = np.zeros((20_000, 8), dtype=np.uint8)
-    codes[:, :6] = rng.integers(0, 256, 6, dtype=np.uint8)
-    low = rng.choice(1 << 16, 20_000, replace=False).astype(np.uint16)
-    codes[:, 6:] = low.view(np.uint8).reshape(-1, 2)
-    calls = []
-    original = exact._join
-    monkeypatch.setattr(
-        exact, "_join", lambda *a, **kw: calls.append(a[1].size) or original(*a, **kw)
-    )
-    pairs = near_duplicates(codes, max_distance=1)
-    assert len(calls) > 1  # recursed into giant runs
-    expected = set()
-    position = {int(v): i for i, v in enumerate(low)}
-    for i, v in enumerate(low):
-        for bit in range(16):
-            j = position.get(int(v) ^ (1 << bit))
-            if j is not None and i < j:
-                expected.add((i, j))
-    assert {tuple(p) for p in pairs.tolist()} == expected
-    assert len(pairs) == len(expected)
-
-
 @given(
     st.integers(1, 4).flatmap(
         lambda width: st.tuples(
@@ -119,15 +85,16 @@ def test_skewed_block_values_take_the_recursive_path(monkeypatch):
     ),
     st.booleans(),
 )
-def test_property_equals_brute_force(case, tables):
+def test_property_equals_brute_force(case, planned):
     rows, radius, width = case
     codes = np.array(rows, dtype=np.uint8).reshape(-1, width)
-    saved = exact._BRUTE_COST
-    exact._BRUTE_COST = 1.0 if tables else saved
+    saved = mih._BRUTE_ALWAYS, mih._BRUTE_COST
+    if planned:  # plan even the smallest inputs from the data
+        mih._BRUTE_ALWAYS, mih._BRUTE_COST = 0, 1.0
     try:
         got = near_duplicates(codes, max_distance=radius)
     finally:
-        exact._BRUTE_COST = saved
+        mih._BRUTE_ALWAYS, mih._BRUTE_COST = saved
     np.testing.assert_array_equal(got, brute_pairs(codes, radius))
     assert got.dtype == np.int64
     assert got.shape[1] == 2
