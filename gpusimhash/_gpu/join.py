@@ -401,7 +401,7 @@ class DeviceJoin:
         xp = self.xp
         n = unique_words.shape[0]
         self.stats = JoinStats()
-        if n < 2:
+        if n < 2 or radius == 0:  # distinct codes are at least one bit apart
             return xp.zeros((0, 2), dtype=xp.int64)
         plan = self.plan(unique_words, bits, radius)
         self.stats.plan = plan
