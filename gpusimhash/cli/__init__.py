@@ -1,7 +1,8 @@
 """The ``gpusimhash`` command line: dedup, index and compare.
 
 Exit codes: 0 success; 1 a problem with the input, an output folder or the machine (the message
-says which); 2 a bad command line (unknown option, value out of range); 130 interrupted.
+says which); 2 a bad command line (unknown option, value out of range); 130 interrupted (Ctrl-C
+at any moment, start-up included, ends with the one line ``gpusimhash: interrupted``).
 Errors are one line on stderr, never a traceback (set ``GPUSIMHASH_TRACEBACK=1`` to see one).
 Progress bars go to stderr; ``--quiet`` turns them and the tables off, ``--json`` prints one JSON
 object on stdout instead of tables.
@@ -26,6 +27,7 @@ from gpusimhash.cli.options import UserError
 EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+USER_ERRORS = (UserError, ValueError, TypeError, ImportError, RuntimeError, OSError, MemoryError)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -65,6 +67,34 @@ def _message(error: BaseException) -> str:
     return text[0] if text else type(error).__name__
 
 
+def interrupted() -> int:
+    """Say that the command was interrupted; return the exit code for it.
+
+    Returns
+    -------
+    int
+        130.
+    """
+    print("gpusimhash: interrupted", file=sys.stderr)
+    return EXIT_INTERRUPTED
+
+
+def _caused_by_interrupt(error: BaseException) -> bool:
+    """Whether a KeyboardInterrupt is in an exception's chain.
+
+    A Ctrl-C that lands inside a compiled (Numba) call surfaces as ``SystemError: ... returned
+    a result with an exception set`` whose context is the KeyboardInterrupt.
+    """
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        if isinstance(current, KeyboardInterrupt):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``gpusimhash`` command.
 
@@ -78,23 +108,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     int
         The exit code.
     """
-    parser = build_parser()
-    args = parser.parse_args(argv)
     try:
+        args = build_parser().parse_args(argv)
         return args.handler(args)
     except KeyboardInterrupt:
-        print("gpusimhash: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    except (
-        UserError,
-        ValueError,
-        TypeError,
-        ImportError,
-        RuntimeError,
-        OSError,
-        MemoryError,
-    ) as error:
-        if os.environ.get("GPUSIMHASH_TRACEBACK"):
+        return interrupted()
+    except Exception as error:
+        if _caused_by_interrupt(error):
+            return interrupted()
+        if not isinstance(error, USER_ERRORS) or os.environ.get("GPUSIMHASH_TRACEBACK"):
             raise
         print(f"gpusimhash: error: {_message(error)}", file=sys.stderr)
         return EXIT_ERROR

@@ -58,6 +58,7 @@ def run_dedup(args: argparse.Namespace) -> int:
     """Run ``gpusimhash dedup``."""
     from gpusimhash.dedup.pipeline import DedupOptions, run
     from gpusimhash.fingerprinting import FingerprintSettings
+    from gpusimhash.io._atomic import replacing_folder
 
     id_field, truth_field, input_format = args.id_field, args.truth_field, args.format
     if args.input is None:
@@ -93,7 +94,11 @@ def run_dedup(args: argparse.Namespace) -> int:
         output_format=args.output_format,
         report=not args.no_report,
     )
-    result = run(path, out, settings, dedup_options, progress=options.progress_factory(args.quiet))
+    # every output is written into a staging folder that replaces `out` whole at the end: an
+    # interrupted or failed run leaves the previous outputs, never a mix of two runs
+    with replacing_folder(out, owned=_earlier_output) as stage:
+        progress = options.progress_factory(args.quiet)
+        result = run(path, stage, settings, dedup_options, progress=progress)
     summary = result.summary
     label = "the bundled sample corpus" if args.input is None else str(path)
     tables = {f"gpusimhash dedup: {label}": summary["results"]}
@@ -102,3 +107,13 @@ def run_dedup(args: argparse.Namespace) -> int:
     tables[f"written to {out}/"] = summary["files"]
     options.emit(args, summary, tables)
     return 0
+
+
+def _earlier_output(name: str) -> bool:
+    """Whether a dedup run writes files of this name (its output folder is replaced whole)."""
+    from gpusimhash.dedup.report import PLOTS
+
+    stem, _, suffix = name.partition(".")
+    outputs = stem in ("kept", "duplicates") and suffix in OUTPUT_FORMATS
+    temporary = name.startswith(".") and name.endswith(".tmp")  # of an older version's writes
+    return outputs or temporary or name in ("summary.json", "report.md", *PLOTS.values())

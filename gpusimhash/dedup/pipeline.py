@@ -35,7 +35,7 @@ from gpusimhash.dedup import report
 from gpusimhash.evaluation import removal_scores
 from gpusimhash.fingerprinting import FingerprintSettings, resolve_device
 from gpusimhash.io.readers import DocumentBatch as Batch
-from gpusimhash.io.readers import InputError, read_batches
+from gpusimhash.io.readers import FileState, InputError, read_batches
 from gpusimhash.io.writers import RecordWriter, write_json
 from gpusimhash.search._join import DuplicateGroups, resolve_radius
 from gpusimhash.search.clusters import cluster_summary, group_labels, keep_one
@@ -295,6 +295,7 @@ def run(
     DedupResult
     """
     source, out_dir = _Source(Path(path), options), Path(out_dir)
+    state = FileState.of(source.path)  # read more than once: no pipe, checked after the last read
     radius = resolve_radius(
         settings.bits, max_distance=options.max_distance, min_cosine=options.min_cosine
     )
@@ -319,6 +320,7 @@ def run(
     with timer.stage("write", total=n) as bar:
         ids, texts = _write_kept(source, out_dir, clusters, wanted, files, bar)
         cluster = _write_duplicates(out_dir, options.output_format, clusters, ids, first, files)
+    state.check(source.path)
 
     n_pairs = _count_pairs(groups)
     summary = _summary(source, settings, options, device, radius, groups, first, clusters)

@@ -95,6 +95,88 @@ class DocumentBatch:
         return len(self.texts)
 
 
+@dataclass(frozen=True)
+class FileState:
+    """A file's identity, size and times: what a second pass over it checks first.
+
+    Rewriting a file changes its modification and status-change times (the latter cannot be set
+    back), replacing it changes the inode: comparing states detects a file that changed between
+    two reads without reading it again.
+
+    Attributes
+    ----------
+    device, inode, size, modified_ns, changed_ns : int
+        From ``os.stat``.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "docs.txt")
+    >>> _ = open(path, "w").write("a cat")
+    >>> state = FileState.of(path)
+    >>> state.check(path)
+    >>> _ = open(path, "a").write(" and a dog")
+    >>> state.check(path)
+    Traceback (most recent call last):
+    ...
+    gpusimhash.io.readers.InputError: ...docs.txt: changed while it was read (5 bytes, then 15)
+    """
+
+    device: int
+    inode: int
+    size: int
+    modified_ns: int
+    changed_ns: int
+
+    @classmethod
+    def of(cls, path: str | Path) -> FileState:
+        """Return the state of a regular file.
+
+        Parameters
+        ----------
+        path : str or Path
+            The file.
+
+        Returns
+        -------
+        FileState
+
+        Raises
+        ------
+        InputError
+            Not a regular file: a pipe or a device cannot be read twice.
+        FileNotFoundError, PermissionError
+            The file cannot be found or examined.
+        """
+        status = os.stat(path)
+        if not stat.S_ISREG(status.st_mode):
+            raise InputError(
+                f"{path}: not a regular file (a pipe or a device cannot be read twice; "
+                "save it to a file first)"
+            )
+        return cls(
+            status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns
+        )
+
+    def check(self, path: str | Path) -> None:
+        """Raise InputError if the file at ``path`` is no longer in this state.
+
+        Parameters
+        ----------
+        path : str or Path
+            The file this state was taken of.
+
+        Raises
+        ------
+        InputError
+            The file was replaced, resized or rewritten.
+        """
+        now = FileState.of(path)
+        if now != self:
+            change = f"{self.size} bytes, then {now.size}" if now.size != self.size else "rewritten"
+            raise InputError(f"{path}: changed while it was read ({change})")
+
+
 def detect_format(path: str | Path) -> str:
     """Guess a file's format from its name.
 
