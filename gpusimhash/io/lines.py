@@ -13,7 +13,7 @@ import gzip
 from collections.abc import Iterator
 from pathlib import Path
 
-from gpusimhash.io.readers import InputError, _open_binary
+from gpusimhash.io.readers import InputError, _open_binary, detect_format
 from gpusimhash.utf8 import Utf8Texts
 
 BLOCK_BYTES = 16 << 20
@@ -71,6 +71,30 @@ def read_line_batches(
                     yield from _batches(texts, batch_size)
     except (OSError, EOFError, gzip.BadGzipFile) as error:
         raise InputError(f"{path}: cannot read ({error})") from None
+
+
+def plain_text_batches(
+    path: str | Path, *, format: str | None = None, batch_size: int = 10_000
+) -> Iterator[Utf8Texts] | None:
+    """`read_line_batches` for a plain-text file (``format``, else guessed from the name).
+
+    Parameters
+    ----------
+    path : str or Path
+        The input file.
+    format : str, optional
+        As for ``read_batches``.
+    batch_size : int
+        Most documents per batch.
+
+    Returns
+    -------
+    iterator of Utf8Texts, or None
+        None when the file is not plain text (JSONL, CSV, Parquet carry fields to parse).
+    """
+    if (format or detect_format(path)) != "text":
+        return None
+    return read_line_batches(path, batch_size=batch_size)
 
 
 def _batches(texts: Utf8Texts, batch_size: int) -> Iterator[Utf8Texts]:
