@@ -130,6 +130,15 @@ def _input_kind(first: Any) -> str:
     )
 
 
+def _featurizer(featurizer: Any) -> TextFeaturizer:
+    """Return the featurizer argument, or the default one for None."""
+    if featurizer is None:
+        return TextFeaturizer()
+    if not isinstance(featurizer, TextFeaturizer):
+        raise TypeError(f"featurizer must be a TextFeaturizer, got {type(featurizer).__name__}")
+    return featurizer
+
+
 def _batches(
     vectors: Any,
     vocabulary: Sequence[str] | None,
@@ -153,7 +162,12 @@ def _batches(
         return
     if vocabulary is not None:
         raise ValueError("vocabulary= is only for a scipy sparse matrix input")
-    if isinstance(vectors, (str, bytes, Mapping)) or not isinstance(vectors, Iterable):
+    zero_dimensional = isinstance(vectors, np.ndarray) and vectors.ndim == 0
+    if (
+        isinstance(vectors, (str, bytes, Mapping))
+        or not isinstance(vectors, Iterable)
+        or (zero_dimensional)
+    ):
         raise TypeError(
             "vectors must be a sequence or iterable of documents, a scipy sparse matrix with "
             f"vocabulary=, got {type(vectors).__name__}"
@@ -222,7 +236,8 @@ def fingerprint(
     Raises
     ------
     TypeError
-        A document, feature or weight of the wrong kind (the message names the document).
+        A document, feature or weight of the wrong kind (the message names the document), or
+        a ``featurizer`` that is not a TextFeaturizer.
     ValueError
         A bad ``bits``, ``seed``, ``device`` or ``batch_size``; NaN or infinite weights; a
         malformed pair; a sparse matrix without a matching vocabulary; bytes that are not
@@ -242,7 +257,7 @@ def fingerprint(
     seed = _validate.seed(seed)
     batch_size = _validate.positive_integer(batch_size, "batch_size")
     engine = resolve_device(device)
-    featurizer = TextFeaturizer() if featurizer is None else featurizer
+    featurizer = _featurizer(featurizer)
     batches = _batches(vectors, vocabulary, featurizer, batch_size)
     if engine == "gpu":  # every batch through one pipeline, one copy back at the end
         from gpusimhash import _gpu
@@ -318,7 +333,7 @@ def fingerprint_device(
     if is_arrow_text(documents):
         documents = Utf8Texts.from_arrow(documents)
     if not isinstance(documents, FeatureBatch):
-        featurizer = TextFeaturizer() if featurizer is None else featurizer
+        featurizer = _featurizer(featurizer)
         texts = documents if isinstance(documents, Utf8Texts) else list(documents)
         return _gpu.fingerprint_text(texts, featurizer, bits=bits, seed=seed)
     if not isinstance(documents.states, cupy.ndarray):

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from gpusimhash import _segments
+from gpusimhash import _segments, _validate
 from gpusimhash._batching import chunks
 from gpusimhash._choices import ANALYZERS, WEIGHTINGS
 from gpusimhash._cpu._loops import word_runs
@@ -297,6 +297,8 @@ class TextFeaturizer:
     ------
     ValueError
         An unknown analyzer or weighting, or ``ngram < 1``.
+    TypeError
+        An ``ngram`` that is not an integer, a ``lowercase`` that is not a bool.
 
     Examples
     --------
@@ -320,10 +322,10 @@ class TextFeaturizer:
             raise ValueError(f"analyzer must be one of {ANALYZERS}, got {analyzer!r}")
         if weighting not in WEIGHTINGS:
             raise ValueError(f"weighting must be one of {WEIGHTINGS}, got {weighting!r}")
-        if isinstance(ngram, bool) or not isinstance(ngram, int) or ngram < 1:
-            raise ValueError(f"ngram must be an integer >= 1, got {ngram!r}")
+        if not isinstance(lowercase, bool | np.bool_):
+            raise TypeError(f"lowercase must be a bool, got {type(lowercase).__name__}")
         self.analyzer = analyzer
-        self.ngram = ngram
+        self.ngram = _validate.positive_integer(ngram, "ngram")
         self.weighting = weighting
         self.lowercase = bool(lowercase)
         self._frequencies: _DocumentFrequencies | None = None
@@ -522,7 +524,9 @@ class TextFeaturizer:
         Raises
         ------
         ValueError
-            An unknown version, a missing key or inconsistent frequencies.
+            An unknown version, a missing key, unreadable or inconsistent frequencies.
+        TypeError
+            A setting of the wrong kind.
         """
         if not isinstance(config, dict) or config.get("version") != CONFIG_VERSION:
             raise ValueError(f"featurizer config must be a dict with version {CONFIG_VERSION}")
@@ -537,9 +541,20 @@ class TextFeaturizer:
         except KeyError as missing:
             raise ValueError(f"featurizer config lacks the key {missing}") from None
         if stored is not None:
-            states = np.asarray(stored["states"], dtype=np.uint32)
-            df = np.asarray(stored["df"], dtype=np.int64)
-            if states.shape != df.shape or np.any(np.diff(states.astype(np.int64)) <= 0):
+            try:
+                states = np.asarray(stored["states"], dtype=np.uint32)
+                df = np.asarray(stored["df"], dtype=np.int64)
+                n_docs = _validate.positive_integer(stored["n_docs"], "n_docs")
+            except (KeyError, TypeError, ValueError, OverflowError) as error:
+                raise ValueError(
+                    f"featurizer config has unreadable frequencies ({error})"
+                ) from None
+            if (
+                states.ndim != 1
+                or states.shape != df.shape
+                or np.any(np.diff(states.astype(np.int64)) <= 0)
+                or np.any((df < 1) | (df > n_docs))
+            ):
                 raise ValueError("featurizer config has inconsistent document frequencies")
-            featurizer._frequencies = _DocumentFrequencies(states, df, int(stored["n_docs"]))
+            featurizer._frequencies = _DocumentFrequencies(states, df, n_docs)
         return featurizer

@@ -151,7 +151,6 @@ def test_bad_configs_are_refused(config, match):
         ({"analyzer": "sentence"}, "analyzer"),
         ({"weighting": "bm25"}, "weighting"),
         ({"ngram": 0}, "ngram"),
-        ({"ngram": 1.5}, "ngram"),
     ],
 )
 def test_bad_featurizer_arguments(kwargs, match):
