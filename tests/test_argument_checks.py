@@ -55,3 +55,11 @@ def test_tampered_document_frequencies_are_value_errors(frequencies):
     config["document_frequencies"] = frequencies
     with pytest.raises(ValueError, match="featurizer config has"):
         TextFeaturizer.from_config(config)
+
+
+@pytest.mark.parametrize(("pairs", "bad"), [([[0, -1]], "-1"), ([[0, 1], [2, 7]], "7")])
+def test_cluster_labels_names_the_bad_document(pairs, bad):
+    from gpusimhash import cluster_labels
+
+    with pytest.raises(ValueError, match=rf"pairs must index documents in \[0, 3\), got {bad}$"):
+        cluster_labels(np.array(pairs), 3)

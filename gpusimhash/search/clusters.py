@@ -78,7 +78,8 @@ def cluster_labels(pairs, n: int) -> np.ndarray:
     if pairs.ndim != 2 or pairs.shape[1] != 2:
         raise ValueError(f"pairs must have shape (m, 2), got {pairs.shape}")
     if pairs.size and (pairs.min() < 0 or pairs.max() >= n):
-        raise ValueError(f"pairs must index documents in [0, {n}), got values up to {pairs.max()}")
+        bad = pairs.min() if pairs.min() < 0 else pairs.max()
+        raise ValueError(f"pairs must index documents in [0, {n}), got {bad}")
     graph = sp.coo_matrix(
         (np.ones(len(pairs), dtype=np.int8), (pairs[:, 0], pairs[:, 1])), shape=(n, n)
     )
