@@ -163,8 +163,9 @@ def sparse_batches(
             raise TypeError(f"vocabulary[{column}] must be a str, got {type(feature).__name__}")
     states = feature_states(vocabulary)
     for first in range(0, csr.shape[0], batch_size):
-        rows = csr[first : first + batch_size]
-        values = rows.data.astype(np.float64)
+        # one batch covering the matrix is the matrix itself: no row slice, no float64 copy
+        rows = csr if first == 0 and batch_size >= csr.shape[0] else csr[first : first + batch_size]
+        values = rows.data.astype(np.float64, copy=False)
         offsets = (rows.indptr - rows.indptr[0]).astype(np.int64)
         columns = rows.indices
         _check_finite(

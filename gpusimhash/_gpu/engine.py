@@ -242,7 +242,7 @@ class Engine:
         doc_starts = leads_before[offsets[:-1]] + xp.arange(n_docs, dtype=xp.int64)
         # an upper bound of the code points plus separators: no host round trip for the size
         code_points = xp.full(max(1, n + n_docs), 0x0A, dtype=xp.uint32)
-        first_error = xp.full(1, 2**64 - 1, dtype=xp.uint64)
+        first_error = xp.full(1, np.uint64(2**64 - 1), dtype=xp.uint64)
         if n:
             self.launch(
                 "text_decode_utf8",

@@ -252,17 +252,20 @@ def _text_codes(
     code_points, decoded_starts, first_error = engine.decode_utf8(
         data, offsets, surrogates=surrogates
     )
-    bad = int(first_error[0])  # the one host round trip of the decoding
+    # invalid bytes leave newlines behind (never out-of-range code points), so the work goes on
+    # and the error is read once it is ready anyway: no round trip of its own
+    starts = decoded_starts if doc_starts is None else doc_starts
+    states, doc_offsets, weights = engine.text_batch(code_points, starts, featurizer)
+    plan = engine.plan_tasks(doc_offsets)
+    codes = engine.accumulate(states, doc_offsets, weights, plan, bits=bits, seed=seed)
+    bad = int(first_error[0])
     if bad != 2**64 - 1:
         doc = int(np.searchsorted(host_offsets, bad, side="right")) - 1
         raise ValueError(
             f"document {first_index + doc}: not valid UTF-8 "
             f"(byte {bad - int(host_offsets[doc])} of the document)"
         )
-    starts = decoded_starts if doc_starts is None else doc_starts
-    states, doc_offsets, weights = engine.text_batch(code_points, starts, featurizer)
-    plan = engine.plan_tasks(doc_offsets)
-    return engine.accumulate(states, doc_offsets, weights, plan, bits=bits, seed=seed)
+    return codes
 
 
 def utf8_jobs(
