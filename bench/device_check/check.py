@@ -5,14 +5,11 @@ check the script itself). Runs in sections; the JSON (``--json-name`` in ``--out
 after every section, and a section that raises is recorded under ``errors`` (its message and
 traceback) while the next one runs. Prints a table last.
 
-Figures (all measured in this one run, on this machine), ``--only fingerprint``:
-- copy_bandwidth: a large device-to-device copy, bytes read plus bytes written per second;
-- accumulate: the accumulation kernels on device-resident features (1M documents): features/s,
-  the bytes they must move (inputs read once, codes written once) per second, and that as a
-  fraction of the copy bandwidth (the issue's goal: at least 0.5);
-- end to end from host text and from a host CSR matrix: documents/s, host input to host codes;
-- the same jobs through the CPU path on all this machine's cores (one process per core), and
-  the GPU/CPU ratio (the issue's goal for text: at least 50).
+Figures (all measured in this one run, on this machine), ``--only fingerprint`` (issue 12;
+fingerprints.py says how): a fair CPU baseline (warmed single-threaded workers, one per core,
+and one process with all cores), bit-for-bit parity, the accumulation kernels against the copy
+bandwidth, device-resident UTF-8 to codes on PyPI-size and 1 KB documents, and end to end from
+host UTF-8, str and CSR input with the GPU/CPU ratios.
 
 ``--only join`` (issue 11; joins.py says how): the exact radius join on the device at 128-bit
 radius 18 and 64-bit radius 3 over ``--join-medium`` (1M) and ``--join-codes`` (10M) clustered
@@ -24,7 +21,6 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-import multiprocessing
 import os
 import platform
 import sys
@@ -40,16 +36,8 @@ import scipy.sparse as sp
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from gpusimhash import _cpu, fingerprint
 from gpusimhash.features import FeatureBatch
-from gpusimhash.text import TextFeaturizer
 
-FEATURIZERS = {
-    "word1-count": lambda: TextFeaturizer(),
-    "word2-binary": lambda: TextFeaturizer("word", 2, "binary"),
-    "char3-logtf": lambda: TextFeaturizer("char", 3, "logtf"),
-    "word1-tfidf": lambda: TextFeaturizer(weighting="tfidf"),
-}
 ALPHABET = list("abcdefghijklmnop ABCDEF  .,_-\n\t0123") + list("éİßΣς日本𝐀😀\u00a0\u2028")
 
 
@@ -79,36 +67,6 @@ def load_corpus(path: Path, n_docs: int) -> list[str]:
     return (lines * repeats)[:n_docs]
 
 
-def featurizer(name: str, fit_on: list[str]) -> TextFeaturizer:
-    made = FEATURIZERS[name]()
-    return made.fit(fit_on) if made.weighting == "tfidf" else made
-
-
-# ---- CPU path on every core ----------------------------------------------------------------
-
-
-def _cpu_text_job(args):
-    texts, config, bits = args
-    return fingerprint(
-        texts, bits=bits, device="cpu", featurizer=TextFeaturizer.from_config(config)
-    )
-
-
-def _cpu_csr_job(args):
-    matrix, vocabulary, bits = args
-    return fingerprint(matrix, vocabulary=vocabulary, bits=bits, device="cpu")
-
-
-def cpu_parallel(jobs, function, workers: int) -> float:
-    """Seconds to run the jobs on a pool of ``workers`` processes (pool start excluded)."""
-    context = multiprocessing.get_context("fork")
-    with context.Pool(workers) as pool:
-        pool.map(abs, range(workers))  # start the workers first
-        start = time.perf_counter()
-        pool.map(function, jobs, chunksize=1)
-        return time.perf_counter() - start
-
-
 def synthetic_csr(rng: np.random.Generator, n_docs: int, n_features: int):
     """A CSR matrix with about 20 non-zeros per row and its vocabulary."""
     per_row = rng.integers(1, 40, n_docs)
@@ -119,111 +77,6 @@ def synthetic_csr(rng: np.random.Generator, n_docs: int, n_features: int):
     matrix = sp.csr_matrix((data, indices, indptr), shape=(n_docs, n_features))
     matrix.sum_duplicates()
     return matrix, [f"feature{i}" for i in range(n_features)]
-
-
-# ---- GPU -----------------------------------------------------------------------------------
-
-
-def gpu_seconds(function, repeat: int = 10) -> float:
-    """Median GPU time of ``function()`` in seconds (cupyx.profiler.benchmark, after warm-up)."""
-    from cupyx.profiler import benchmark
-
-    result = benchmark(function, n_repeat=repeat, n_warmup=2)
-    return float(np.median(result.gpu_times[0]))
-
-
-def wall_seconds(function) -> float:
-    """Wall seconds of ``function()``, the device synchronized at the end."""
-    import cupy
-
-    cupy.cuda.Device().synchronize()
-    start = time.perf_counter()
-    function()
-    cupy.cuda.Device().synchronize()
-    return time.perf_counter() - start
-
-
-def copy_bandwidth() -> float:
-    """Device-to-device copy bandwidth, bytes read plus written per second."""
-    import cupy
-
-    source = cupy.random.randint(0, 255, 2**31, dtype=cupy.uint8)
-    target = cupy.empty_like(source)
-    seconds = gpu_seconds(lambda: cupy.copyto(target, source), repeat=20)
-    return 2 * source.nbytes / seconds
-
-
-def parity(texts_by_name: dict[str, list[str]], rng: np.random.Generator) -> list[dict]:
-    """Compare GPU and CPU codes exactly; one record per comparison."""
-    from gpusimhash import _gpu
-
-    records = []
-    for corpus, texts in texts_by_name.items():
-        for name in FEATURIZERS:
-            made = featurizer(name, texts[:10_000])
-            for bits in (64, 256):
-                gpu = _gpu.fingerprint_text(texts, made, bits=bits, seed=bits).get()
-                cpu = _cpu.fingerprint_batch(made.transform(texts), bits=bits, seed=bits)
-                records.append(_record(f"text/{corpus}/{name}", bits, gpu, cpu))
-    for weighted in (False, True):
-        batch = random_batch(rng, 100_000, weighted)
-        for bits in (64, 1024):
-            gpu = _gpu.fingerprint_batch(batch, bits=bits, seed=7).get()
-            cpu = _cpu.fingerprint_batch(batch, bits=bits, seed=7)
-            records.append(_record(f"batch/random/weighted={weighted}", bits, gpu, cpu))
-    return records
-
-
-def _record(what: str, bits: int, gpu: np.ndarray, cpu: np.ndarray) -> dict:
-    same = gpu.shape == cpu.shape and bool((gpu == cpu).all())
-    differing = int((gpu != cpu).any(axis=1).sum()) if gpu.shape == cpu.shape else -1
-    print(f"parity {what} bits={bits}: {'identical' if same else f'{differing} rows differ'}")
-    return {
-        "what": what,
-        "bits": bits,
-        "docs": int(cpu.shape[0]),
-        "identical": same,
-        "rows_differing": differing,
-    }
-
-
-def accumulate_bench(texts: list[str], bandwidth: float) -> list[dict]:
-    """Accumulation kernels on device-resident features of the real documents."""
-    import cupy
-
-    from gpusimhash import _gpu
-
-    engine = _gpu.device_engine()
-    code_points, doc_starts = (cupy.asarray(a) for a in _gpu.encode_texts(texts))
-    states, offsets, _ = engine.text_batch(code_points, doc_starts, TextFeaturizer())
-    plan = engine.plan_tasks(offsets)
-    n_docs, nnz = offsets.size - 1, states.size
-    weights = cupy.random.standard_normal(nnz)
-    records = []
-    for weighted in (False, True):
-        for bits in (64, 256):
-            used = weights if weighted else None
-
-            def run(used=used, bits=bits):
-                return engine.accumulate(states, offsets, used, plan, bits=bits, seed=1)
-
-            seconds = gpu_seconds(run)
-            moved = nnz * (4 + (8 if weighted else 0)) + (n_docs + 1) * 8 + n_docs * bits // 8
-            moved += sum(int(a.nbytes) for a in plan.values())
-            records.append(
-                {
-                    "docs": n_docs,
-                    "features": nnz,
-                    "bits": bits,
-                    "weighted": weighted,
-                    "ms": seconds * 1e3,
-                    "features_per_s": nnz / seconds,
-                    "bytes": moved,
-                    "bytes_per_s": moved / seconds,
-                    "fraction_of_copy_bandwidth": moved / seconds / bandwidth,
-                }
-            )
-    return records
 
 
 class Report:
@@ -262,82 +115,44 @@ class Report:
 
 
 def fingerprint_sections(args: argparse.Namespace, report: Report) -> None:
-    """The fingerprinting parity and benchmarks (issue 4)."""
+    """The fingerprinting parity and benchmarks (issues 4 and 12), fingerprints.py's sections."""
+    import fingerprints
+
     rng = np.random.default_rng(0)
     real = load_corpus(args.corpus, args.docs)
     report.result["docs"] = args.docs
-    timings: dict[str, float] = {}
-    report.result["end_to_end"] = timings
     csr, vocabulary = synthetic_csr(rng, args.docs, 200_000)
-
-    def cpu() -> dict[str, float]:
-        # the CPU path on every core
-        config = TextFeaturizer().to_config()
-        pieces = np.array_split(np.arange(args.docs), args.workers * 4)
-        text_jobs = [(real[p[0] : p[-1] + 1], config, 64) for p in pieces if p.size]
-        timings["cpu_text_s"] = cpu_parallel(text_jobs, _cpu_text_job, args.workers)
-        csr_jobs = [(csr[p[0] : p[-1] + 1], vocabulary, 64) for p in pieces if p.size]
-        timings["cpu_csr_s"] = cpu_parallel(csr_jobs, _cpu_csr_job, args.workers)
+    for name, function in fingerprints.sections(
+        real,
+        csr,
+        vocabulary,
+        workers=args.workers,
+        parity_docs=args.parity_docs,
+        cpu_only=args.cpu_only,
+        random_texts=lambda n: random_texts(rng, n),
+        random_batch=lambda n, weighted: random_batch(rng, n, weighted),
+    ):
+        report.section(name, function)
+    print(f"\n{'fingerprint section':32s} {'seconds':>8s}")
+    for name, seconds in report.result["section_seconds"].items():
+        print(f"{name:32s} {seconds:8.1f}")
+    for key in ("cpu_baseline", "end_to_end"):
+        print(f"{key}: {report.result.get(key)}")
+    for record in report.result.get("device_text") or []:
         print(
-            f"CPU ({args.workers} processes): text {timings['cpu_text_s']:.2f} s, "
-            f"CSR {timings['cpu_csr_s']:.2f} s"
+            f"device text {record['documents']:15s} {record['featurizer']:12s} "
+            f"{record['docs_per_s'] / 1e6:8.1f} M docs/s {record['bytes_per_s'] / 1e9:6.2f} GB/s"
         )
-        return dict(timings)
-
-    report.section("cpu_fingerprint", cpu)
-    if args.cpu_only:
-        return
-    from gpusimhash import _gpu
-
-    def warm_up() -> bool:
-        _gpu.fingerprint_text(real[:1000], TextFeaturizer(), bits=64, seed=0)  # compile
-        _gpu.fingerprint_batch(random_batch(rng, 1000, True), bits=64, seed=0)
-        return True
-
-    report.section("fingerprint_warm_up", warm_up)
-
-    def parity_section() -> list[dict]:
-        texts = {"random": random_texts(rng, args.parity_docs), "real": real[: args.parity_docs]}
-        return parity(texts, rng)
-
-    report.section("parity", parity_section)
-    bandwidth = report.section("copy_bandwidth_bytes_per_s", copy_bandwidth)
-    if bandwidth:
-        report.section("accumulate", lambda: accumulate_bench(real, bandwidth))
-
-    def end_to_end() -> dict[str, float]:
-        timings["gpu_text_s"] = wall_seconds(
-            lambda: _gpu.fingerprint_text(real, TextFeaturizer(), bits=64, seed=0).get()
+    for r in report.result.get("accumulate") or []:
+        print(
+            f"accumulate bits={r['bits']} weighted={r['weighted']}: {r['ms']:.3f} ms, "
+            f"{r['fraction_of_copy_bandwidth']:.2f} of copy bandwidth"
         )
-        timings["gpu_char3_text_s"] = wall_seconds(
-            lambda: _gpu.fingerprint_text(real, TextFeaturizer("char", 3), bits=64, seed=0).get()
-        )
-        timings["gpu_csr_s"] = wall_seconds(
-            lambda: fingerprint(
-                csr, vocabulary=vocabulary, bits=64, device="gpu", batch_size=args.docs
-            )
-        )
-        if "cpu_text_s" in timings:
-            timings["gpu_over_cpu_text"] = timings["cpu_text_s"] / timings["gpu_text_s"]
-            timings["gpu_over_cpu_csr"] = timings["cpu_csr_s"] / timings["gpu_csr_s"]
-        return dict(timings)
-
-    report.section("end_to_end", end_to_end)
-    print(f"\n{'figure':44s} value")
-    for key, value in timings.items():
-        per_s = f"  ({args.docs / value:,.0f} docs/s)" if key.endswith("_s") else ""
-        print(f"{key:44s} {value:10.3f}{per_s}")
-    if bandwidth:
-        print(f"{'copy bandwidth (GB/s)':44s} {bandwidth / 1e9:10.1f}")
-        for r in report.result.get("accumulate", []):
-            label = f"accumulate bits={r['bits']} weighted={r['weighted']}"
-            print(
-                f"{label:44s} {r['ms']:8.3f} ms  {r['features_per_s'] / 1e9:.2f} G feat/s  "
-                f"{r['fraction_of_copy_bandwidth']:.2f} of copy bw"
-            )
-    records = report.result.get("parity", [])
+    records = report.result.get("parity") or []
     bad = [r for r in records if not r["identical"]]
     print(f"parity: {len(records) - len(bad)} identical, {len(bad)} differing")
+    for name, error in report.result["errors"].items():
+        print(f"{name:32s} ERROR {error['error']}")
 
 
 def join_sections(args: argparse.Namespace, report: Report) -> None:
@@ -378,6 +193,15 @@ def join_sections(args: argparse.Namespace, report: Report) -> None:
         print(f"{name:40s} ERROR {error['error']}")
 
 
+def numba_version() -> str:
+    """Numba's version, or the import error (the CPU path cannot run without it)."""
+    try:
+        import numba
+    except Exception as error:  # noqa: BLE001 - recorded, and the sections say the rest
+        return f"import failed: {type(error).__name__}: {error}"
+    return str(numba.__version__)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--corpus", type=Path, help="pypi_summaries.txt.gz (fingerprint part)")
@@ -386,7 +210,7 @@ def main() -> None:
     parser.add_argument("--only", choices=("all", "fingerprint", "join"), default="all")
     parser.add_argument("--docs", type=int, default=1_000_000, help="documents per benchmark")
     parser.add_argument("--parity-docs", type=int, default=100_000)
-    parser.add_argument("--workers", type=int, default=os.cpu_count())
+    parser.add_argument("--workers", type=int, default=None, help="CPU processes (all cores)")
     parser.add_argument("--tests-rc", type=int, default=None, help="exit code of the GPU tests")
     parser.add_argument("--cpu-only", action="store_true", help="skip everything on the GPU")
     parser.add_argument("--join-codes", type=int, default=10_000_000, help="codes, big joins")
@@ -396,6 +220,9 @@ def main() -> None:
         "--cpu-join-limit", type=float, default=90.0, help="seconds per CPU join compared"
     )
     args = parser.parse_args()
+    if args.workers is None:
+        affinity = getattr(os, "sched_getaffinity", None)
+        args.workers = len(affinity(0)) if affinity else os.cpu_count() or 1
     if args.only != "join" and args.corpus is None:
         parser.error("--corpus is needed for the fingerprint part")
     result: dict = {
@@ -404,6 +231,7 @@ def main() -> None:
             "cpus": os.cpu_count(),
             "python": sys.version,
             "numpy": np.__version__,
+            "numba": numba_version(),
         },
         "gpu_tests_exit_code": args.tests_rc,
         "only": args.only,
@@ -418,6 +246,7 @@ def main() -> None:
             result["machine"]["gpu"] = props["name"].decode()
             result["machine"]["cupy"] = cupy.__version__
             result["machine"]["cuda_runtime"] = cupy.cuda.runtime.runtimeGetVersion()
+            result["machine"]["nvrtc"] = cupy.cuda.nvrtc.getVersion()
             return dict(result["machine"])
 
         report.section("machine", gpu_info)

@@ -6,7 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 corpus="${1:-../shared/data/pypi_summaries.txt.gz}"
-faiss_version="$(python3 -c 'import faiss; print(faiss.__version__)')"
+# pinned (importing faiss here to ask its version has failed before); FAISS_VERSION overrides
+faiss_version="${FAISS_VERSION:-1.15.1}"
 mkdir -p .whl .corpus
 rm -f .whl/faiss_cpu-*.whl
 python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
