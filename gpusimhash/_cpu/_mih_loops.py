@@ -354,6 +354,11 @@ def link_block(
                         continue
                     q_first = p + 1 if same else tiles[t, 2]
                     _row_distances(columns, p, q_first, q_last, distance)
+                    hits = 0
+                    for k in range(q_last - q_first):
+                        hits += distance[k] <= radius
+                    if hits == 0:
+                        continue  # nothing to link (and the row's range is not known whole)
                     root = _root(parent, ids[p])
                     inside = True
                     for k in range(q_last - q_first):

@@ -211,8 +211,14 @@ def collapse(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if words.shape[1] == 1:
         unique, inverse = np.unique(words[:, 0], return_inverse=True)
         return unique[:, None], inverse.astype(np.int64, copy=False)
-    unique, inverse = np.unique(words, axis=0, return_inverse=True)
-    return unique, inverse.reshape(-1).astype(np.int64, copy=False)
+    # Rows in lexicographic order (word 0 first), as np.unique(axis=0) gives, in half its time.
+    order = np.lexsort(words.T[::-1])
+    ordered = words[order]
+    first = np.ones(len(words), dtype=bool)
+    first[1:] = (ordered[1:] != ordered[:-1]).any(axis=1)
+    inverse = np.empty(len(words), dtype=np.int64)
+    inverse[order] = np.cumsum(first) - 1
+    return ordered[first], inverse
 
 
 def first_seen_labels(labels: np.ndarray) -> np.ndarray:
@@ -251,7 +257,8 @@ def threads() -> int:
 
 def pair_keys(a: np.ndarray, b: np.ndarray, n: int) -> np.ndarray:
     """Encode pairs of indices below ``n`` as ``min * n + max`` (int64): sortable, unique."""
-    return np.minimum(a, b).astype(np.int64) * n + np.maximum(a, b)
+    keys: np.ndarray = np.minimum(a, b).astype(np.int64) * n + np.maximum(a, b)
+    return keys
 
 
 def keys_to_pairs(keys: np.ndarray, n: int) -> np.ndarray:
