@@ -17,6 +17,7 @@ _PUBLIC = {
     "FingerprintSettings": "gpusimhash.fingerprinting",
     "SimHashIndex": "gpusimhash.search.index",
     "TextFeaturizer": "gpusimhash.text",
+    "Utf8Texts": "gpusimhash.utf8",
     "approximate_near_duplicate_groups": "gpusimhash.search.lsh",
     "approximate_near_duplicates": "gpusimhash.search.lsh",
     "candidate_radius": "gpusimhash.search.verify",
@@ -45,6 +46,7 @@ __all__ = [
     "FingerprintSettings",
     "SimHashIndex",
     "TextFeaturizer",
+    "Utf8Texts",
     "__version__",
     "approximate_near_duplicate_groups",
     "approximate_near_duplicates",
@@ -90,6 +92,7 @@ if TYPE_CHECKING:
     from gpusimhash.search.lsh import approximate_near_duplicate_groups, approximate_near_duplicates
     from gpusimhash.search.verify import candidate_radius, verified_near_duplicates, verify_pairs
     from gpusimhash.text import TextFeaturizer
+    from gpusimhash.utf8 import Utf8Texts
 
 
 def __getattr__(name: str) -> Any:
