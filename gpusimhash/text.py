@@ -113,15 +113,7 @@ def tokenize_utf8(texts: Utf8Texts, *, lowercase: bool = True, first_index: int 
     ValueError
         Bytes that are not valid UTF-8 (the message names the document).
     """
-    tables = load_tables()
-    parts = utf8_token_parts(texts.data, texts.offsets, tables.word, tables.lower, lowercase)
-    error = next((part[-1] for part in parts if part[-1] >= 0), -1)
-    if error >= 0:
-        bad = int(np.searchsorted(texts.offsets, error, side="right")) - 1
-        raise ValueError(
-            f"document {first_index + bad}: not valid UTF-8 "
-            f"(byte {error - int(texts.offsets[bad])} of the document)"
-        )
+    parts = _utf8_parts(texts, lowercase, first_index)
     code_points, starts, lengths, doc, states = (
         np.concatenate([part[k] for part in parts]) for k in range(5)
     )
@@ -132,6 +124,30 @@ def tokenize_utf8(texts: Utf8Texts, *, lowercase: bool = True, first_index: int 
         starts += np.repeat(_segments.starts(sizes), counts)
         doc += np.repeat(first_docs, counts)
     return Tokens(code_points, starts, lengths, doc, len(texts), states)
+
+
+def _utf8_parts(texts: Utf8Texts, lowercase: bool, first_index: int) -> list[Any]:
+    """``utf8_token_parts`` of the batch; ValueError naming the first invalid document."""
+    tables = load_tables()
+    parts = utf8_token_parts(texts.data, texts.offsets, tables.word, tables.lower, lowercase)
+    error = next((part[-1] for part in parts if part[-1] >= 0), -1)
+    if error >= 0:
+        bad = int(np.searchsorted(texts.offsets, error, side="right")) - 1
+        raise ValueError(
+            f"document {first_index + bad}: not valid UTF-8 "
+            f"(byte {error - int(texts.offsets[bad])} of the document)"
+        )
+    return parts
+
+
+def _utf8_word_states(
+    texts: Utf8Texts, lowercase: bool, first_index: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Word 1-gram states and documents of UTF-8 texts (``tokenize_utf8``'s, nothing else)."""
+    parts = _utf8_parts(texts, lowercase, first_index)
+    states = np.concatenate([part[4] for part in parts])
+    doc = np.concatenate([part[3] + part[5] for part in parts])
+    return states, doc
 
 
 def _doc_ranges(doc: np.ndarray, n_docs: int) -> tuple[np.ndarray, np.ndarray]:
@@ -379,6 +395,8 @@ class TextFeaturizer:
     ) -> tuple[np.ndarray, np.ndarray]:
         """States and documents of every feature occurrence in a batch."""
         if isinstance(texts, Utf8Texts):
+            if self.analyzer == "word" and self.ngram == 1:  # the states are the features
+                return _utf8_word_states(texts, self.lowercase, first_index)
             tokens = tokenize_utf8(texts, lowercase=self.lowercase, first_index=first_index)
         else:
             tokens = tokenize(texts, lowercase=self.lowercase)

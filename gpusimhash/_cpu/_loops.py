@@ -108,6 +108,50 @@ def accumulate_codes(
     return codes
 
 
+@njit(cache=True, nogil=True)
+def _unit_document(
+    hashes: np.ndarray, start: int, stop: int, n_words: int, planes: np.ndarray, code: np.ndarray
+) -> None:  # pragma: no cover - compiled
+    """Count one document's set sign bits in ``planes`` and pack the majority into ``code``."""
+    n = stop - start
+    n_planes = 1
+    while (1 << n_planes) <= n:
+        n_planes += 1
+    planes[:, :n_planes] = 0
+    for entry in range(start, stop):
+        state = np.uint64(hashes[entry])
+        if state == 0:
+            state = np.uint64(1)
+        for word in range(n_words):
+            word_bits = np.uint64(0)
+            for half in range(2):
+                state ^= (state << np.uint64(13)) & _MASK32
+                state ^= state >> np.uint64(17)
+                state ^= (state << np.uint64(5)) & _MASK32
+                word_bits |= state << np.uint64(32 * half)
+            carry = word_bits
+            k = 0
+            while carry != 0:  # a ripple-carry add of one to each set slot's count
+                following = planes[word, k] & carry
+                planes[word, k] ^= carry
+                carry = following
+                k += 1
+    threshold = n // 2 + 1
+    for word in range(n_words):
+        greater = np.uint64(0)
+        equal = ~np.uint64(0)
+        for k in range(n_planes - 1, -1, -1):
+            plane = planes[word, k]
+            if (threshold >> k) & 1:
+                equal &= plane
+            else:
+                greater |= equal & plane
+                equal &= ~plane
+        packed = greater | equal
+        for byte in range(min(8, code.size - 8 * word)):
+            code[8 * word + byte] = np.uint8((packed >> np.uint64(8 * byte)) & np.uint64(0xFF))
+
+
 @njit(cache=True, nogil=True, parallel=True)
 def accumulate_unit_codes(
     hashes: np.ndarray, offsets: np.ndarray, bits: int
@@ -117,53 +161,16 @@ def accumulate_unit_codes(
     Each 64-bit word of sign bits is counted in planes (plane k holds bit k of all 64 slots'
     counts of set bits); slot i is set exactly when its count exceeds half the document's
     entries, which a most-significant-first comparison of the planes with n // 2 + 1 decides
-    for all 64 slots at once. Same bits as the int64 sums of equal weights.
+    for all 64 slots at once. Same bits as the int64 sums of equal weights. Documents go in
+    chunks, each chunk reusing one counter buffer.
     """
     n_docs = offsets.size - 1
-    n_bytes = bits // 8
-    codes = np.zeros((n_docs, n_bytes), dtype=np.uint8)
+    codes = np.zeros((n_docs, bits // 8), dtype=np.uint8)
     n_words = (bits + 63) // 64
-    for doc in prange(n_docs):
-        start, stop = offsets[doc], offsets[doc + 1]
-        n = stop - start
-        if n == 0:
-            continue
-        n_planes = 1
-        while (1 << n_planes) <= n:
-            n_planes += 1
-        planes = np.zeros((n_words, n_planes), dtype=np.uint64)
-        for entry in range(start, stop):
-            state = np.uint64(hashes[entry])
-            if state == 0:
-                state = np.uint64(1)
-            for word in range(n_words):
-                word_bits = np.uint64(0)
-                for half in range(2):
-                    state ^= (state << np.uint64(13)) & _MASK32
-                    state ^= state >> np.uint64(17)
-                    state ^= (state << np.uint64(5)) & _MASK32
-                    word_bits |= state << np.uint64(32 * half)
-                carry = word_bits
-                k = 0
-                while carry != 0:  # a ripple-carry add of one to each set slot's count
-                    following = planes[word, k] & carry
-                    planes[word, k] ^= carry
-                    carry = following
-                    k += 1
-        threshold = n // 2 + 1
-        for word in range(n_words):
-            greater = np.uint64(0)
-            equal = ~np.uint64(0)
-            for k in range(n_planes - 1, -1, -1):
-                plane = planes[word, k]
-                if (threshold >> k) & 1:
-                    equal &= plane
-                else:
-                    greater |= equal & plane
-                    equal &= ~plane
-            packed = greater | equal
-            for byte in range(min(8, n_bytes - 8 * word)):
-                codes[doc, 8 * word + byte] = np.uint8(
-                    (packed >> np.uint64(8 * byte)) & np.uint64(0xFF)
-                )
+    chunk = 256
+    for first in prange((n_docs + chunk - 1) // chunk):
+        planes = np.empty((n_words, 64), dtype=np.uint64)
+        for doc in range(first * chunk, min(n_docs, first * chunk + chunk)):
+            if offsets[doc + 1] > offsets[doc]:
+                _unit_document(hashes, offsets[doc], offsets[doc + 1], n_words, planes, codes[doc])
     return codes
