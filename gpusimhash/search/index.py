@@ -25,12 +25,24 @@ With ``device="gpu"``, kNN searches of the exact kinds (flat, multihash) run as 
 force on the GPU (``gpusimhash._gpu.join``) over a device copy of the stored codes, made at the
 first search after a change, with FAISS flat's results: the same distances and ids, ties broken
 by insertion order. Everything else, and what is saved, stays on the host.
+
+Threads: one index may be shared. Searches (`SimHashIndex.search`, `range_search`, `ids`,
+`save`) run concurrently; changes (`add`, `remove`, `compact`) take a readers-writer lock
+exclusively, so a search sees the index before or after a change, never during one. Text is
+fingerprinted before the lock is taken. Processes: `save` and `load` go through
+``gpusimhash.io.bundle``: saves into one folder run one at a time, and a load sees the old or the
+new index, never a mix.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import os
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, Concatenate, NamedTuple, ParamSpec, TypeVar
 
 import faiss
 import numpy as np
@@ -38,7 +50,7 @@ import numpy as np
 from gpusimhash import _backend, _segments, _validate
 from gpusimhash._choices import KINDS
 from gpusimhash.fingerprinting import fingerprint
-from gpusimhash.io.bundle import BundleError, read_bundle, write_bundle
+from gpusimhash.io.bundle import BundleError, read_bundle, reading, write_bundle
 from gpusimhash.search._join import resolve_radius
 from gpusimhash.text import TextFeaturizer
 
@@ -52,8 +64,102 @@ _DEFAULT_PARAMS: dict[str, dict[str, int]] = {
     "hnsw": {"m": 32, "ef_construction": 40, "ef_search": 64},
     "ivf": {"nlist": 256, "nprobe": 16},
 }
+# largest value of each parameter: FAISS takes C ints, and allocates per list or per link
+_MAX_PARAMS = {
+    "hash_bits": 2**31 - 1,  # used as min(hash_bits, bits, 64)
+    "m": 1024,
+    "ef_construction": 2**31 - 1,
+    "ef_search": 2**31 - 1,
+    "nlist": 2**20,
+    "nprobe": 2**31 - 1,  # used as min(nprobe, nlist)
+}
 _MAX_EXACT_FLIPS = 2  # multihash radius queries needing more flips per table scan the storage
 _GPU_KINDS = ("flat", "multihash")  # exact kNN: the GPU gives the same results
+# bytes per cell of a kNN result while it is built (distances, ids, cosines and working copies)
+_RESULT_CELL_BYTES = 64
+
+Params = ParamSpec("Params")
+Result = TypeVar("Result")
+
+
+class _ReadWriteLock:
+    """Many readers or one writer; a waiting writer holds back new readers (no starvation)."""
+
+    def __init__(self) -> None:
+        self._condition = threading.Condition()
+        self._readers = 0
+        self._writing = False
+        self._writers_waiting = 0
+
+    @contextlib.contextmanager
+    def read(self) -> Iterator[None]:
+        """Hold the lock shared."""
+        with self._condition:
+            while self._writing or self._writers_waiting:
+                self._condition.wait()
+            self._readers += 1
+        try:
+            yield
+        finally:
+            with self._condition:
+                self._readers -= 1
+                if not self._readers:
+                    self._condition.notify_all()
+
+    @contextlib.contextmanager
+    def write(self) -> Iterator[None]:
+        """Hold the lock exclusively."""
+        with self._condition:
+            self._writers_waiting += 1
+            try:
+                while self._writing or self._readers:
+                    self._condition.wait()
+            finally:
+                self._writers_waiting -= 1
+            self._writing = True
+        try:
+            yield
+        finally:
+            with self._condition:
+                self._writing = False
+                self._condition.notify_all()
+
+
+def _reads(
+    method: Callable[Concatenate[SimHashIndex, Params], Result],
+) -> Callable[Concatenate[SimHashIndex, Params], Result]:
+    """Run a method under the index's lock, shared."""
+
+    @functools.wraps(method)
+    def locked(self: SimHashIndex, /, *args: Params.args, **kwargs: Params.kwargs) -> Result:
+        with self._lock.read():
+            return method(self, *args, **kwargs)
+
+    return locked
+
+
+def _writes(
+    method: Callable[Concatenate[SimHashIndex, Params], Result],
+) -> Callable[Concatenate[SimHashIndex, Params], Result]:
+    """Run a method under the index's lock, exclusively."""
+
+    @functools.wraps(method)
+    def locked(self: SimHashIndex, /, *args: Params.args, **kwargs: Params.kwargs) -> Result:
+        with self._lock.write():
+            return method(self, *args, **kwargs)
+
+    return locked
+
+
+def _check_result_size(n_queries: int, k: int) -> None:
+    """Refuse a kNN result that cannot fit in this machine's memory, before allocating it."""
+    need = n_queries * k * _RESULT_CELL_BYTES
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    if need > memory:
+        raise ValueError(
+            f"k={k} for {n_queries} queries needs about {need / 2**30:,.1f} GiB for its result, "
+            f"more than this machine's {memory / 2**30:,.1f} GiB: ask for fewer neighbours"
+        )
 
 
 class SearchResult(NamedTuple):
@@ -160,7 +266,8 @@ class SimHashIndex:
             )
         self._params = {**_DEFAULT_PARAMS[kind], **params}
         for name, value in self._params.items():
-            _validate.positive_integer(value, name)
+            if _validate.positive_integer(value, name) > _MAX_PARAMS[name]:
+                raise ValueError(f"{name} must be in [1, {_MAX_PARAMS[name]}], got {value}")
         self._featurizer = TextFeaturizer() if featurizer is None else featurizer
         if not isinstance(self._featurizer, TextFeaturizer):
             raise TypeError(f"featurizer must be a TextFeaturizer, got {type(featurizer).__name__}")
@@ -170,6 +277,8 @@ class SimHashIndex:
         self._apply_search_params()
         self._device = self._resolve_device(device)
         self._device_codes: Any = None  # the stored codes on the GPU, None after a change
+        self._lock = _ReadWriteLock()
+        self._nflip = threading.Lock()  # multihash range search sets the shared nflip per call
 
     # ------------------------------------------------------------------ properties
     @property
@@ -226,6 +335,7 @@ class SimHashIndex:
         """Removed ids whose codes still sit in the FAISS index (see `compact`)."""
         return int(self._tombstones.size)
 
+    @_reads
     def __len__(self) -> int:
         """Return the number of live (not removed) entries."""
         return int(self._index.ntotal) - self.n_tombstones
@@ -237,6 +347,7 @@ class SimHashIndex:
             f"n={len(self)}, tombstones={self.n_tombstones})"
         )
 
+    @_reads
     def ids(self) -> np.ndarray:
         """Live ids in insertion order.
 
@@ -348,7 +459,10 @@ class SimHashIndex:
             The index was loaded read-only (``mmap=True``).
         """
         self._check_writable()
-        codes = self.to_codes(data, vocabulary=vocabulary)
+        return self._add_codes(self.to_codes(data, vocabulary=vocabulary), ids)
+
+    @_writes
+    def _add_codes(self, codes: np.ndarray, ids: Any) -> np.ndarray:
         n = codes.shape[0]
         stored = self._stored_ids()
         if ids is None:
@@ -390,6 +504,7 @@ class SimHashIndex:
             raise ValueError(f"id {first} is already in the index")
         return array
 
+    @_writes
     def remove(self, ids: Any) -> int:
         """Remove entries by id; unknown ids are ignored.
 
@@ -428,6 +543,7 @@ class SimHashIndex:
         self._tombstones = np.union1d(self._tombstones, live)
         return int(live.size)
 
+    @_writes
     def compact(self) -> None:
         """Rebuild the FAISS index without tombstoned entries (ids and order are kept).
 
@@ -493,10 +609,16 @@ class SimHashIndex:
         Raises
         ------
         TypeError, ValueError
-            Bad queries (see `to_codes`) or a bad `k`.
+            Bad queries (see `to_codes`) or a bad `k`: below 1, or so large that the padded
+            result cannot fit in memory.
         """
         k = _validate.positive_integer(k, "k")
         codes = self.to_codes(queries, vocabulary=vocabulary, name="queries")
+        _check_result_size(codes.shape[0], k)
+        return self._search_codes(codes, k)
+
+    @_reads
+    def _search_codes(self, codes: np.ndarray, k: int) -> SearchResult:
         n_queries = codes.shape[0]
         ask = min(k + self.n_tombstones, int(self._index.ntotal))
         if ask == 0 or n_queries == 0:
@@ -574,6 +696,10 @@ class SimHashIndex:
         """
         radius = resolve_radius(self._bits, max_distance=max_distance, min_cosine=min_cosine)
         codes = self.to_codes(queries, vocabulary=vocabulary, name="queries")
+        return self._range_codes(codes, radius)
+
+    @_reads
+    def _range_codes(self, codes: np.ndarray, radius: int) -> RangeResult:
         lims, distances, ids = self._faiss_range(codes, radius)
         lims = lims.astype(np.int64)
         query = _segments.segment_of(np.diff(lims))
@@ -597,8 +723,9 @@ class SimHashIndex:
             # floor(radius / nhash) bits in some block, so probing that many flips is exact.
             flips = radius // inner.nhash
             if flips <= _MAX_EXACT_FLIPS:
-                inner.nflip = flips
-                return self._index.range_search(codes, radius + 1)
+                with self._nflip:
+                    inner.nflip = flips
+                    return self._index.range_search(codes, radius + 1)
         if self._kind in ("multihash", "hnsw"):
             storage = faiss.downcast_IndexBinary(inner.storage)
             lims, distances, positions = storage.range_search(codes, radius + 1)
@@ -606,6 +733,7 @@ class SimHashIndex:
         return self._index.range_search(codes, radius + 1)
 
     # ------------------------------------------------------------------ persistence
+    @_reads
     def save(self, path: str | Path) -> None:
         """Save to a directory, atomically replacing any index saved there before.
 
@@ -633,10 +761,17 @@ class SimHashIndex:
             "n_tombstones": self.n_tombstones,
         }
         index, tombstones = self._index, self._tombstones
+
+        def write_index(path: Path) -> None:
+            # through a Python file, so that a full disk is the OSError it is
+            with open(path, "wb") as stream:
+                writer = faiss.PyCallbackIOWriter(stream.write)  # type: ignore[attr-defined]
+                faiss.write_index_binary(index, writer)
+
         write_bundle(
             path,
             {
-                "index": ("faissbin", lambda p: faiss.write_index_binary(index, str(p))),
+                "index": ("faissbin", write_index),
                 "tombstones": ("npy", lambda p: np.save(p, tombstones, allow_pickle=False)),
             },
             format_name=FORMAT_NAME,
@@ -669,7 +804,8 @@ class SimHashIndex:
         Raises
         ------
         gpusimhash.io.bundle.BundleError
-            (a ValueError) naming the missing, truncated, corrupt or mismatched file.
+            (a ValueError) naming the missing, truncated, corrupt, mismatched or malformed file
+            (the manifest's checksum detects corruption, not deliberate tampering).
         ValueError, RuntimeError
             A bad `device`, as for `SimHashIndex`.
 
@@ -683,10 +819,17 @@ class SimHashIndex:
         >>> SimHashIndex.load(folder).ids().tolist()
         [0, 1]
         """
+        with reading(path):  # no concurrent save deletes the files before they are parsed
+            return cls._load(path, mmap=mmap, verify=verify, device=device)
+
+    @classmethod
+    def _load(cls, path: str | Path, *, mmap: bool, verify: bool, device: str) -> SimHashIndex:
         metadata, paths = read_bundle(
             path, format_name=FORMAT_NAME, format_version=FORMAT_VERSION, verify=verify
         )
         manifest = Path(path) / "manifest.json"
+        if set(paths) != {"index", "tombstones"}:
+            raise BundleError(f"{manifest}: lists {sorted(paths)}, expected index and tombstones")
         try:
             index = cls(
                 metadata["bits"],
@@ -696,14 +839,14 @@ class SimHashIndex:
                 **metadata["params"],
             )
             ntotal, n_tombstones = int(metadata["ntotal"]), int(metadata["n_tombstones"])
-        except (KeyError, TypeError, ValueError) as error:
+        except (KeyError, TypeError, ValueError, OverflowError) as error:
             raise BundleError(f"{manifest}: bad index metadata ({error})") from None
         faiss_path = paths["index"]
         try:
             flags = faiss.IO_FLAG_MMAP if mmap else 0
             loaded = faiss.read_index_binary(str(faiss_path), flags)
-        except RuntimeError as error:
-            message = str(error).splitlines()[-1]
+        except (RuntimeError, MemoryError) as error:  # MemoryError: sizes no real index has
+            message = (str(error).splitlines() or [type(error).__name__])[-1]
             raise BundleError(
                 f"{faiss_path}: not a readable FAISS binary index ({message})"
             ) from None
@@ -721,14 +864,17 @@ class SimHashIndex:
             raise BundleError(f"{faiss_path}: not a {expected_inner} (kind {index.kind!r})")
         tombstones_path = paths["tombstones"]
         try:
-            tombstones = np.load(tombstones_path, allow_pickle=False)
-        except ValueError as error:
+            # mapped first: a header that claims more entries than the file holds is refused
+            # before anything is allocated
+            mapped = np.load(tombstones_path, mmap_mode="r", allow_pickle=False)
+        except (ValueError, OSError) as error:
             raise BundleError(f"{tombstones_path}: unreadable ({error})") from None
-        if tombstones.dtype != np.int64 or tombstones.shape != (n_tombstones,):
+        if mapped.dtype != np.int64 or mapped.shape != (n_tombstones,):
             raise BundleError(
                 f"{tombstones_path}: expected int64 of shape ({n_tombstones},), "
-                f"got {tombstones.dtype} {tombstones.shape}"
+                f"got {mapped.dtype} {mapped.shape}"
             )
+        tombstones = np.array(mapped)
         index._index = loaded
         index._tombstones = tombstones
         index._read_only = mmap
