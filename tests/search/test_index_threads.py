@@ -160,3 +160,34 @@ def test_a_full_disk_during_save_is_an_os_error(tmp_path):
         resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
         signal.signal(signal.SIGXFSZ, previous)
     assert not (tmp_path / "idx" / "manifest.json").exists()
+
+
+def test_loads_during_saves_see_the_old_or_the_new_index(tmp_path):
+    rng = np.random.default_rng(2)
+    index = SimHashIndex(64, kind="multihash")
+    index.add(rng.integers(0, 256, (5000, 8), dtype=np.uint8))
+    index.save(tmp_path)
+    sizes, errors = [], []
+    done = threading.Event()
+
+    def save():
+        for _ in range(15):
+            index.add(rng.integers(0, 256, (100, 8), dtype=np.uint8))
+            index.save(tmp_path)
+        done.set()
+
+    def load():
+        while not done.is_set():
+            try:
+                sizes.append(len(SimHashIndex.load(tmp_path)))
+            except (OSError, ValueError) as error:
+                errors.append(error)
+
+    threads = [threading.Thread(target=save), threading.Thread(target=load)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert sizes
+    assert set(sizes) <= set(range(5000, 6501, 100))
