@@ -62,7 +62,11 @@ def _message(error: BaseException) -> str:
         where = f"{error.filename}: " if error.filename else ""
         return f"{where}{error.strerror}"
     if isinstance(error, MemoryError):
-        return "out of memory: try a smaller --batch-size or fewer bits"
+        return (
+            "out of memory: a threshold that pairs up many documents needs memory for every "
+            "pair (try a smaller --max-distance or a higher --min-cosine); --batch-size bounds "
+            "the reading and fingerprinting"
+        )
     text = str(error).strip().splitlines()
     return text[0] if text else type(error).__name__
 

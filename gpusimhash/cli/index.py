@@ -254,7 +254,8 @@ def run_query(args: argparse.Namespace) -> int:
             for a, b in zip(within.lims[:-1], within.lims[1:], strict=True)
         ]
     else:
-        nearest = index.search(texts, k=args.k)
+        # no more neighbours than entries: the rest would be -1 padding, dropped below
+        nearest = index.search(texts, k=min(args.k, max(len(index), 1)))
         groups = [
             (ids[ids >= 0], distances[ids >= 0], cosines[ids >= 0])
             for ids, distances, cosines in zip(

@@ -35,3 +35,26 @@ def test_concurrent_adds_keep_every_document(tmp_path):
     index = SimHashIndex.load(folder)
     assert len(index) == 700
     np.testing.assert_array_equal(np.sort(index.ids()), np.arange(700))
+
+
+def test_query_with_a_huge_k_answers_with_the_entries_there_are(tmp_path, capsys):
+    write_docs(tmp_path / "base.jsonl", 0, 20)
+    folder = tmp_path / "idx"
+    assert main(["index", "build", str(tmp_path / "base.jsonl"), "--out", str(folder), "-q"]) == 0
+    text = f"document 3 on topic {3 * 7919 % 997}"
+    args = ["index", "query", str(folder), text, "-k", "300000000", "--json"]
+    assert main(args) == 0
+    found = json.loads(capsys.readouterr().out)["queries"][0]["results"]
+    assert len(found) == 20
+    assert found[0] == {"id": 3, "distance": 0, "estimated_cosine": 1.0}
+
+
+def test_out_of_memory_advice_names_the_threshold(monkeypatch, capsys, tmp_path):
+    from gpusimhash.cli import index as index_command
+
+    def exhausted(args):
+        raise MemoryError
+
+    monkeypatch.setattr(index_command, "run_stats", exhausted)
+    assert main(["index", "stats", str(tmp_path)]) == 1
+    assert "try a smaller --max-distance or a higher --min-cosine" in capsys.readouterr().err
