@@ -150,3 +150,66 @@ __global__ void text_decode_utf8(const unsigned char* data, long long n, const l
         }
     }
 }
+
+// ---- word n-grams without compaction ---------------------------------------------------------
+//
+// text_word_states hashes every word n-gram straight from text_classify's output, with no
+// compaction of the kept code points: one thread per code point, and a token start whose
+// n-gram exists walks forward through the n tokens (word code points hashed, each run of
+// non-word code points between them hashed as one space), as gpusimhash.text joins them. A
+// document of k tokens has k - n + 1 n-grams, or one of all its tokens when 0 < k < n. The
+// caller gives each token's rank (an inclusive prefix sum of token starts), each document's
+// first token and first n-gram slot, so every n-gram knows where it goes: no atomics, and the
+// output is in document then position order, as on the CPU.
+//
+// normalized   uint32 (n,)          text_classify's lower-cased code points
+// flags        uint8  (n,)          text_classify's flags
+// rank         int64  (n,)          inclusive prefix sum of the GSH_FLAG_TOKEN_START flags
+// doc_starts   int64  (n_docs,)     where each document starts (ascending)
+// doc_tokens   int64  (n_docs + 1,) tokens before each document's start; last: all tokens
+// gram_offsets int64  (n_docs + 1,) each document's first n-gram slot; last: all n-grams
+// states       uint32 (gram_offsets[n_docs],) out
+__global__ void text_word_states(const unsigned int* normalized, const unsigned char* flags,
+                                 long long n, const long long* rank,
+                                 const long long* doc_starts, long long n_docs,
+                                 const long long* doc_tokens, const long long* gram_offsets,
+                                 int ngram, unsigned int* states) {
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        if ((flags[i] & GSH_FLAG_TOKEN_START) == 0u) {
+            continue;
+        }
+        long long low = 0, high = n_docs - 1;  // the last document starting at or before i
+        while (low < high) {
+            const long long middle = low + (high - low + 1) / 2;
+            if (doc_starts[middle] <= i) {
+                low = middle;
+            } else {
+                high = middle - 1;
+            }
+        }
+        const long long doc = low;
+        const long long token = rank[i] - 1 - doc_tokens[doc];  // rank inside the document
+        const long long count = doc_tokens[doc + 1] - doc_tokens[doc];
+        const bool whole = count < ngram;  // one n-gram of every token
+        if (whole ? token != 0 : token + ngram > count) {
+            continue;
+        }
+        const long long need = whole ? count : ngram;
+        unsigned int state = GSH_FNV_OFFSET_BASIS;
+        long long j = i;
+        for (long long taken = 0; taken < need; ++taken) {
+            if (taken > 0) {
+                state = fnv1a_step(state, GSH_SPACE);
+                while ((flags[j] & GSH_FLAG_TOKEN_START) == 0u) {
+                    ++j;
+                }
+            }
+            while (j < n && (flags[j] & GSH_FLAG_WORD) != 0u) {
+                state = fnv1a_code_point(state, normalized[j]);
+                ++j;
+            }
+        }
+        states[gram_offsets[doc] + token] = state;
+    }
+}

@@ -260,6 +260,77 @@ class Engine:
             )
         return code_points, doc_starts, first_error
 
+    def _classify(self, code_points: Any, featurizer: TextFeaturizer) -> tuple[Any, Any]:
+        """Run text_classify: normalized code points and flags, one per input code point."""
+        xp = self.xp
+        n = code_points.size
+        normalized = xp.empty(n, dtype=xp.uint32)
+        flags = xp.empty(n, dtype=xp.uint8)
+        self.launch(
+            "text_classify",
+            n,
+            (
+                code_points,
+                np.int64(n),
+                self.word_table,
+                self.lower_table,
+                np.int32(featurizer.lowercase),
+                normalized,
+                flags,
+            ),
+        )
+        return normalized, flags
+
+    def word_grams(
+        self, code_points: Any, doc_starts: Any, featurizer: TextFeaturizer
+    ) -> tuple[Any, Any]:
+        """Feature states of every word n-gram occurrence, with no compaction of the text.
+
+        Parameters
+        ----------
+        code_points, doc_starts : array
+            As for ``text_occurrences``.
+        featurizer : TextFeaturizer
+            A word analyzer: n and lower-casing.
+
+        Returns
+        -------
+        states : array, dtype uint32
+            One per occurrence, in document order then position order (as on the CPU).
+        offsets : array, shape (n_docs + 1,), dtype int64
+            Each document's occurrences; reading their total is the one host round trip.
+        """
+        xp = self.xp
+        n, n_docs, n_gram = code_points.size, doc_starts.size, featurizer.ngram
+        normalized, flags = self._classify(code_points, featurizer)
+        rank = xp.cumsum((flags & FLAG_TOKEN_START) != 0, dtype=xp.int64)
+        tokens_before = xp.zeros(n + 1, dtype=xp.int64)
+        tokens_before[1:] = rank
+        doc_tokens = xp.concatenate([tokens_before[doc_starts], rank[-1:]])
+        counts = doc_tokens[1:] - doc_tokens[:-1]
+        grams = xp.where(counts >= n_gram, counts - n_gram + 1, (counts > 0).astype(xp.int64))
+        offsets = xp.zeros(n_docs + 1, dtype=xp.int64)
+        xp.cumsum(grams, out=offsets[1:])
+        states = xp.empty(int(offsets[-1]), dtype=xp.uint32)
+        if states.size:
+            self.launch(
+                "text_word_states",
+                n,
+                (
+                    normalized,
+                    flags,
+                    np.int64(n),
+                    rank,
+                    xp.ascontiguousarray(doc_starts),
+                    np.int64(n_docs),
+                    doc_tokens,
+                    offsets,
+                    np.int32(n_gram),
+                    states,
+                ),
+            )
+        return states, offsets
+
     def text_occurrences(
         self, code_points: Any, doc_starts: Any, featurizer: TextFeaturizer
     ) -> tuple[Any, Any]:
@@ -282,22 +353,10 @@ class Engine:
             The document of each occurrence.
         """
         xp = self.xp
-        n = code_points.size
-        normalized = xp.empty(n, dtype=xp.uint32)
-        flags = xp.empty(n, dtype=xp.uint8)
-        self.launch(
-            "text_classify",
-            n,
-            (
-                code_points,
-                np.int64(n),
-                self.word_table,
-                self.lower_table,
-                np.int32(featurizer.lowercase),
-                normalized,
-                flags,
-            ),
-        )
+        if featurizer.analyzer == "word":
+            states, offsets = self.word_grams(code_points, doc_starts, featurizer)
+            return states, _segments.segment_of(offsets[1:] - offsets[:-1])
+        normalized, flags = self._classify(code_points, featurizer)
         # the normalized text: tokens, each followed by one space
         kept = xp.flatnonzero(flags & FLAG_KEEP)
         text = xp.ascontiguousarray(normalized[kept])
@@ -309,17 +368,13 @@ class Engine:
             return xp.zeros(0, dtype=xp.uint32), xp.zeros(0, dtype=xp.int64)
         doc_first_token = xp.searchsorted(token_starts, xp.searchsorted(kept, doc_starts))
         token_counts = xp.diff(doc_first_token, append=xp.asarray([n_tokens]))
-        n_gram = featurizer.ngram
-        if featurizer.analyzer == "word":
-            first, span, doc = _segments.windows(doc_first_token, token_counts, n_gram)
-            starts, stops = token_starts[first], token_stops[first + span - 1]
-        else:
-            first_token = xp.minimum(doc_first_token, n_tokens - 1)
-            last_token = xp.maximum(doc_first_token + token_counts - 1, 0)
-            text_first = token_starts[first_token]
-            text_length = xp.where(token_counts > 0, token_stops[last_token] - text_first, 0)
-            starts, span, doc = _segments.windows(text_first, text_length, n_gram)
-            stops = starts + span
+        # character n-grams: windows of each document's normalized text
+        first_token = xp.minimum(doc_first_token, n_tokens - 1)
+        last_token = xp.maximum(doc_first_token + token_counts - 1, 0)
+        text_first = token_starts[first_token]
+        text_length = xp.where(token_counts > 0, token_stops[last_token] - text_first, 0)
+        starts, span, doc = _segments.windows(text_first, text_length, featurizer.ngram)
+        stops = starts + span
         states = xp.empty(starts.size, dtype=xp.uint32)
         if starts.size:
             self.launch(
@@ -357,9 +412,15 @@ class Engine:
         """
         xp = self.xp
         n_docs = doc_starts.size
-        states, doc = self.text_occurrences(code_points, doc_starts, featurizer)
-        if featurizer.weighting == "count":
-            return states, _segments.offsets_of(doc, n_docs), None
+        if featurizer.analyzer == "word":  # no compaction, one round trip (the total)
+            states, offsets = self.word_grams(code_points, doc_starts, featurizer)
+            if featurizer.weighting == "count":
+                return states, offsets, None
+            doc = _segments.segment_of(offsets[1:] - offsets[:-1])
+        else:
+            states, doc = self.text_occurrences(code_points, doc_starts, featurizer)
+            if featurizer.weighting == "count":
+                return states, _segments.offsets_of(doc, n_docs), None
         keys = (doc.astype(xp.uint64) << xp.uint64(32)) | states.astype(xp.uint64)
         distinct, counts = xp.unique(keys, return_counts=True)
         states = (distinct & xp.uint64(0xFFFFFFFF)).astype(xp.uint32)

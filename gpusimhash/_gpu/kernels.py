@@ -26,7 +26,7 @@ KERNELS = {
         *(f"simhash_accumulate_unit<{planes}, {group}>" for planes, group in UNIT_KERNELS),
         "simhash_pack_partials",
     ),
-    "text.cu": ("text_classify", "text_span_states", "text_decode_utf8"),
+    "text.cu": ("text_classify", "text_span_states", "text_decode_utf8", "text_word_states"),
     "join.cu": tuple(
         f"{kernel}<{words}>"
         for kernel in ("join_bucket_pairs", "join_tiles")

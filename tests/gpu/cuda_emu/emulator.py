@@ -34,6 +34,7 @@ ENTRY_POINTS = {
     "text_classify": "emu_text_classify",
     "text_span_states": "emu_text_span_states",
     "text_decode_utf8": "emu_text_decode_utf8",
+    "text_word_states": "emu_text_word_states",
 }
 # the join and kNN kernels, whose entry points take the dynamic shared memory size as well
 SHARED_MEMORY_KERNELS = {

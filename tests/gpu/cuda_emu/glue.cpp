@@ -84,6 +84,16 @@ void emu_text_decode_utf8(unsigned grid, unsigned block, const unsigned char* da
                                 first_error));
 }
 
+void emu_text_word_states(unsigned grid, unsigned block, const unsigned int* normalized,
+                          const unsigned char* flags, long long n, const long long* rank,
+                          const long long* doc_starts, long long n_docs,
+                          const long long* doc_tokens, const long long* gram_offsets, int ngram,
+                          unsigned int* states) {
+    EMU_LAUNCH(grid, block,
+               text_word_states(normalized, flags, n, rank, doc_starts, n_docs, doc_tokens,
+                                gram_offsets, ngram, states));
+}
+
 #define EMU_JOIN(WORDS)                                                                         \
     void emu_join_bucket_pairs_##WORDS(                                                         \
         unsigned grid, unsigned block, unsigned long long shared,                               \
