@@ -14,6 +14,7 @@ WEIGHTINGS = ("count", "binary", "logtf", "tfidf")
 # input formats of the readers, output formats of the writers
 FORMATS = ("jsonl", "parquet", "csv", "tsv", "text")
 OUTPUT_FORMATS = ("jsonl", "parquet")
-# SimHashIndex kinds, and which document of a cluster is kept
+# SimHashIndex kinds, which document of a cluster is kept, and how dedup clusters
 KINDS = ("flat", "multihash", "hnsw", "ivf")
 POLICIES = ("first", "longest", "score")
+CLUSTERINGS = ("star", "components")

@@ -3,13 +3,34 @@
 from __future__ import annotations
 
 import argparse
+import functools
+import sys
 from typing import Any
 
-from gpusimhash._choices import OUTPUT_FORMATS, POLICIES
+from gpusimhash._choices import CLUSTERINGS, OUTPUT_FORMATS, POLICIES
 from gpusimhash.cli import options
 from gpusimhash.cli.options import UserError
 
 DEFAULT_REPORT_DIR = "gpusimhash-report"
+# chosen by measurement (bench/bench_quality.py, README): with verification, 256 bits need far
+# fewer candidates than 128; an exact cosine of 0.8 reaches removal precision 1.0 at recall 0.978
+# on the bundled sample. The library's own defaults (gpusimhash.search.verify), restated here so
+# that the command line starts without importing NumPy; a test checks that they agree.
+DEFAULT_BITS = 256
+DEFAULT_MIN_COSINE = 0.8
+DEFAULT_CANDIDATE_RECALL = 0.99
+
+jaccard = functools.partial(
+    options.number, name="min-jaccard", low=0.0, high=1.0, open_interval=False
+)
+
+
+def candidate_recall(text: str) -> float:
+    """Parse a probability in ``(0, 1]`` for argparse."""
+    value = options.number(text, "candidate-recall", 0.0, 1.0, open_interval=False)
+    if value == 0.0:
+        raise argparse.ArgumentTypeError("candidate-recall must be in (0, 1], got 0.0")
+    return value
 
 
 def add_dedup_command(commands: Any) -> None:
@@ -29,7 +50,58 @@ def add_dedup_command(commands: Any) -> None:
     dedup.add_argument("input", nargs="?", help="JSONL, Parquet, CSV/TSV or text file")
     options.input_options(dedup)
     options.hashing_options(dedup)
-    options.threshold_options(dedup)
+    dedup.set_defaults(bits=DEFAULT_BITS)
+    threshold = dedup.add_argument_group("threshold")
+    similarity = threshold.add_mutually_exclusive_group()
+    similarity.add_argument(
+        "--min-cosine",
+        type=options.cosine,
+        help=f"minimum exact cosine of the weighted features (default: {DEFAULT_MIN_COSINE}; "
+        "with --no-verify, the minimum estimated cosine)",
+    )
+    similarity.add_argument(
+        "--min-jaccard",
+        type=jaccard,
+        help="minimum Jaccard similarity of the feature sets, instead",
+    )
+    threshold.add_argument(
+        "--max-distance",
+        type=options.radius,
+        help="Hamming radius of the candidates (default: from --candidate-recall; with "
+        "--no-verify, the near-duplicate radius, instead of a similarity)",
+    )
+    verification = dedup.add_argument_group("verification")
+    verification.add_argument(
+        "--verify",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="check every candidate pair on its features: only pairs at or above the "
+        "threshold are near-duplicates",
+    )
+    verification.add_argument(
+        "--candidate-recall",
+        type=candidate_recall,
+        default=DEFAULT_CANDIDATE_RECALL,
+        help="probability that a pair exactly at the threshold becomes a candidate (binomial "
+        "SimHash model; optimistic for very short documents)",
+    )
+    verification.add_argument(
+        "--cluster",
+        choices=CLUSTERINGS,
+        default="star",
+        help="star: every removed document is a near-duplicate of the one kept for it; "
+        "components: chains of pairs (warns when members are far from the kept one)",
+    )
+    verification.add_argument(
+        "--empty-as-duplicates",
+        action="store_true",
+        help="featureless documents (no word) are duplicates of each other",
+    )
+    verification.add_argument(
+        "--force",
+        action="store_true",
+        help="join even when the estimated number of candidate pairs is over the budget",
+    )
     dedup.add_argument_group("join").add_argument(
         "--recall",
         type=options.recall,
@@ -72,9 +144,11 @@ def run_dedup(args: argparse.Namespace) -> int:
         path = options.check_readable(args.input)
     if args.keep == "score" and not args.score_field:
         raise UserError("--keep score needs --score-field FIELD")
-    min_cosine = args.min_cosine
-    if args.max_distance is None and min_cosine is None:
-        min_cosine = options.DEFAULT_MIN_COSINE
+    similarity = args.min_cosine is not None or args.min_jaccard is not None
+    if not args.verify and args.max_distance is not None and similarity:
+        raise UserError(
+            "with --no-verify, give one of --max-distance, --min-cosine and --min-jaccard"
+        )
     out = options.prepare_folder(args.out)
     settings = FingerprintSettings(
         bits=args.bits, seed=args.seed, featurizer=options.featurizer_from(args)
@@ -87,7 +161,13 @@ def run_dedup(args: argparse.Namespace) -> int:
         score_field=args.score_field,
         batch_size=args.batch_size,
         max_distance=args.max_distance,
-        min_cosine=min_cosine,
+        min_cosine=args.min_cosine,
+        min_jaccard=args.min_jaccard,
+        verify=args.verify,
+        candidate_recall=args.candidate_recall,
+        cluster=args.cluster,
+        empty_as_duplicates=args.empty_as_duplicates,
+        force=args.force,
         recall=args.recall,
         keep=args.keep,
         device=args.device,
@@ -106,6 +186,8 @@ def run_dedup(args: argparse.Namespace) -> int:
         tables["against the ground truth"] = summary["ground_truth"]
     tables[f"written to {out}/"] = summary["files"]
     options.emit(args, summary, tables)
+    for warning in summary.get("warnings", []):
+        print(f"gpusimhash: warning: {warning}", file=sys.stderr)
     return 0
 
 

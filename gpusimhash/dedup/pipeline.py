@@ -3,15 +3,24 @@
 The stages, each timed by `StageTimer` and recorded in the summary's ``timings_s``:
 
 1. ``fingerprint``: read the file in batches (after a ``fit_tfidf`` pass for tf-idf weighting)
-   and fingerprint each batch; only the codes (``bits / 8`` bytes per document) and, where
-   asked for, text lengths, scores and ground-truth labels stay in memory.
-2. ``join``: every pair of codes within the radius (identical codes collapsed), exactly or with
-   the approximate join.
-3. ``cluster``: connected components, one document kept per cluster by the keep policy.
-4. ``write``: read the file again and write the kept documents, whole records, in input order,
-   and a duplicates file (one line per cluster of two or more documents, with its members and
-   their Hamming distances to the kept one).
-5. ``report`` (only when asked): sampled pairs, their true cosines and ``report.md`` with plots.
+   and fingerprint each batch; only the codes (``bits / 8`` bytes per document), the feature
+   counts and, where asked for, text lengths, scores and ground-truth labels stay in memory.
+   Each batch's merged features go to temporary files (`verification.feature_spill`: 12 bytes
+   per distinct feature and 24 per document).
+2. ``join``: the pairs of distinct codes a radius would produce are estimated from a sample, and
+   a radius over budget is refused unless forced; then every pair of codes within the radius
+   (identical codes collapsed, featureless documents left out), exactly or with the approximate
+   join.
+3. ``verify``: the features of the documents in candidate pairs (only those) are read back, and
+   every candidate pair is verified on them (`gpusimhash.search.verify.verify_candidates`);
+   without verification the candidates are the near-duplicates.
+4. ``cluster``: star clusters (never chain) or connected components, one document kept per
+   cluster by the keep policy; every removed document's exact similarity to its kept one is
+   measured, and those below the threshold are counted (zero for verified stars).
+5. ``write``: read the file again and write the kept documents, whole records, in input order,
+   and a duplicates file (one line per cluster of two or more documents, with its members,
+   their Hamming distances and their exact similarities to the kept one).
+6. ``report`` (only when asked): sampled pairs, their true cosines and ``report.md`` with plots.
 
 Every run writes ``summary.json`` last; this module owns every output file and the summary's
 list of them.
@@ -32,15 +41,36 @@ from tqdm import tqdm
 from gpusimhash._choices import OUTPUT_FORMATS, POLICIES
 from gpusimhash.codes import hamming
 from gpusimhash.dedup import report
+from gpusimhash.dedup.verification import (
+    CLUSTERINGS,
+    Clustering,
+    FeatureSpill,
+    Threshold,
+    check_budget,
+    cluster_documents,
+    feature_spill,
+    join_with_features,
+    plan_threshold,
+)
 from gpusimhash.evaluation import removal_scores
+from gpusimhash.features import FeatureBatch
 from gpusimhash.fingerprinting import FingerprintSettings, resolve_device
 from gpusimhash.io.readers import DocumentBatch as Batch
 from gpusimhash.io.readers import FileState, InputError, read_batches
 from gpusimhash.io.writers import RecordWriter, write_json
-from gpusimhash.search._join import DuplicateGroups, resolve_radius
-from gpusimhash.search.clusters import cluster_summary, group_labels, keep_one
+from gpusimhash.search._join import DuplicateGroups
+from gpusimhash.search.budget import MAX_CANDIDATE_PAIRS
+from gpusimhash.search.clusters import cluster_summary
 from gpusimhash.search.exact import near_duplicate_groups
 from gpusimhash.search.lsh import approximate_near_duplicate_groups
+from gpusimhash.search.verify import (
+    DEFAULT_CANDIDATE_RECALL,
+    DocumentFeatures,
+    VerifiedCandidates,
+    candidate_documents,
+    fingerprint_batch,
+    verify_candidates,
+)
 from gpusimhash.text import TextFeaturizer
 
 __all__ = ["DedupOptions", "DedupResult", "StageTimer", "dedup_file", "run"]
@@ -65,8 +95,27 @@ class DedupOptions:
         Field with ground-truth group labels: precision and recall are added to the summary.
     score_field : str, optional
         Numeric field for ``keep="score"``.
-    max_distance, min_cosine
-        The near-duplicate threshold: give one (a Hamming radius or a minimum estimated cosine).
+    max_distance, min_cosine, min_jaccard
+        The near-duplicate threshold. With verification: an exact minimum cosine of the
+        weighted features or Jaccard similarity of the feature sets (at most one; default:
+        cosine 0.8), and optionally the Hamming radius of the candidates. Without: one of a
+        Hamming radius, a minimum estimated cosine or Jaccard similarity (default: cosine 0.8).
+    verify : bool
+        Verify every candidate pair on its features (`gpusimhash.verify_pairs`).
+    candidate_recall : float
+        With verification and no ``max_distance``: the probability that a pair exactly at the
+        threshold is a candidate (`gpusimhash.candidate_radius`).
+    cluster : {"star", "components"}
+        Star clusters, in which every removed document is a near-duplicate of the document kept
+        for it, or connected components (which chain: the summary warns when their members
+        are below the threshold against the kept document).
+    empty_as_duplicates : bool
+        Featureless documents (no word) are duplicates of each other; otherwise each is kept.
+    force : bool
+        Join even when the estimated number of candidate pairs is over the budget.
+    max_candidate_pairs : int
+        The budget: most pairs of distinct codes the join may produce without ``force``
+        (estimated from a sample; the join holds about 40 bytes per pair at its peak).
     recall : float, optional
         Use the approximate join (every pair within the radius found with at least this
         probability, none beyond it reported); default: the exact join.
@@ -83,8 +132,8 @@ class DedupOptions:
     Raises
     ------
     ValueError
-        An unknown keep policy or output format, ``keep="score"`` without a score field, or
-        both or neither threshold.
+        An unknown keep policy, clustering or output format, ``keep="score"`` without a score
+        field, or a contradictory or out-of-range threshold.
     """
 
     format: str | None = None
@@ -95,6 +144,13 @@ class DedupOptions:
     batch_size: int = 10_000
     max_distance: int | None = None
     min_cosine: float | None = None
+    min_jaccard: float | None = None
+    verify: bool = True
+    candidate_recall: float = DEFAULT_CANDIDATE_RECALL
+    cluster: str = "star"
+    empty_as_duplicates: bool = False
+    force: bool = False
+    max_candidate_pairs: int = MAX_CANDIDATE_PAIRS
     recall: float | None = None
     keep: str = "first"
     device: str = "auto"
@@ -112,8 +168,32 @@ class DedupOptions:
                 f"output format must be one of {', '.join(OUTPUT_FORMATS)}, "
                 f"got {self.output_format!r}"
             )
-        if (self.max_distance is None) == (self.min_cosine is None):
-            raise ValueError("give exactly one of max_distance and min_cosine")
+        if self.cluster not in CLUSTERINGS:
+            raise ValueError(
+                f"cluster must be one of {', '.join(CLUSTERINGS)}, got {self.cluster!r}"
+            )
+        self.threshold(8)  # checks the threshold options (the radius depends on the bits)
+
+    def threshold(self, bits: int) -> Threshold:
+        """Return the threshold and the Hamming radius of codes of ``bits`` bits.
+
+        Parameters
+        ----------
+        bits : int
+            Code length.
+
+        Returns
+        -------
+        Threshold
+        """
+        return plan_threshold(
+            bits,
+            verify=self.verify,
+            max_distance=self.max_distance,
+            min_cosine=self.min_cosine,
+            min_jaccard=self.min_jaccard,
+            candidate_recall=self.candidate_recall,
+        )
 
 
 @dataclass
@@ -183,6 +263,7 @@ class _Fingerprints:
     lengths: np.ndarray
     scores: np.ndarray | None
     truth: np.ndarray | None
+    feature_counts: np.ndarray  # distinct features of each document
 
 
 @dataclass
@@ -194,6 +275,8 @@ class _Clusters:
     kept: np.ndarray  # bool per document
     kept_rows: np.ndarray  # the kept document of every cluster
     in_cluster: np.ndarray  # bool per document: in a cluster of two or more
+    similarity: np.ndarray  # exact similarity of every document to its kept one
+    below_threshold: int  # removed documents below the threshold against their kept one
 
 
 @dataclass
@@ -239,7 +322,7 @@ def dedup_file(
     progress : callable, optional
         ``tqdm``-like factory ``progress(desc=..., unit=...)`` for progress bars.
     **options
-        The fields of `DedupOptions` (a threshold is required).
+        The fields of `DedupOptions`.
 
     Returns
     -------
@@ -257,7 +340,7 @@ def dedup_file(
     >>> import tempfile, pathlib
     >>> folder = pathlib.Path(tempfile.mkdtemp())
     >>> _ = (folder / "in.txt").write_text("red fox\nblue sky\nred fox\n")
-    >>> result = dedup_file(folder / "in.txt", folder / "out", max_distance=0)
+    >>> result = dedup_file(folder / "in.txt", folder / "out")
     >>> result.kept.tolist()
     [True, True, False]
     """
@@ -296,9 +379,7 @@ def run(
     """
     source, out_dir = _Source(Path(path), options), Path(out_dir)
     state = FileState.of(source.path)  # read more than once: no pipe, checked after the last read
-    radius = resolve_radius(
-        settings.bits, max_distance=options.max_distance, min_cosine=options.min_cosine
-    )
+    limit = options.threshold(settings.bits)
     device = resolve_device(options.device)
     out_dir.mkdir(parents=True, exist_ok=True)
     timer = StageTimer(progress)
@@ -307,14 +388,44 @@ def run(
     if settings.featurizer.weighting == "tfidf" and not settings.featurizer.is_fitted:
         with timer.stage("fit_tfidf") as bar:
             settings.featurizer.fit(_texts_with_progress(source.batches(records=False), bar))
-    with timer.stage("fingerprint") as bar:
-        first = _fingerprint_pass(source, settings, device, bar)
-    n = first.codes.shape[0]
-    with timer.stage("join", unit="code"):
-        groups = _join(first.codes, radius, options.recall, device)
+    with feature_spill() as spill:
+        with timer.stage("fingerprint") as bar:
+            first = _fingerprint_pass(source, settings, device, bar, spill, limit)
+        n = first.codes.shape[0]
+        with timer.stage("join", unit="code"):
+            has_features = first.feature_counts > 0
+            estimate = check_budget(
+                first.codes[has_features],
+                limit.radius,
+                force=options.force,
+                budget=options.max_candidate_pairs,
+            )
+            groups = join_with_features(
+                first.codes,
+                has_features,
+                lambda codes: _join(codes, limit.radius, options.recall, device),
+                empty_as_duplicates=options.empty_as_duplicates,
+            )
+        with timer.stage("verify"):
+            rows = candidate_documents(groups)
+            features = spill.gather(rows)
+            found = _verify(groups, features, rows, limit, options) if limit.verify else None
     with timer.stage("cluster"):
-        clusters = _cluster(groups, first, options.keep)
-    sample = report.sample_pairs(groups, first.codes, settings.seed) if options.report else None
+        clustering = cluster_documents(
+            groups,
+            found,
+            features,
+            rows,
+            limit,
+            method=options.cluster,
+            policy=options.keep,
+            lengths=first.lengths,
+            scores=first.scores,
+            empty_as_duplicates=options.empty_as_duplicates,
+        )
+        clusters = _clusters(clustering)
+    near = groups if found is None else DuplicateGroups(found.unit, found.pairs, limit.radius)
+    sample = report.sample_pairs(near, first.codes, settings.seed) if options.report else None
     wanted = set(sample["rows"].tolist()) if sample is not None else set()
     files: dict[str, str] = {}
     with timer.stage("write", total=n) as bar:
@@ -322,11 +433,29 @@ def run(
         cluster = _write_duplicates(out_dir, options.output_format, clusters, ids, first, files)
     state.check(source.path)
 
-    n_pairs = _count_pairs(groups)
-    summary = _summary(source, settings, options, device, radius, groups, first, clusters)
-    summary["results"]["near_duplicate_pairs"] = n_pairs
+    n_pairs = _count_pairs(near)
+    summary = _summary(source, settings, options, device, limit, groups, first, clusters)
+    summary["settings"]["estimated_candidate_pairs"] = round(estimate)
+    summary["results"].update(
+        {
+            "candidate_pairs": _count_pairs(groups),
+            "near_duplicate_pairs": n_pairs,
+            "featureless_documents": int(n - has_features.sum()),
+        }
+    )
+    if clusters.below_threshold:
+        lowest = summary["results"]["lowest_similarity_to_kept"]
+        summary["warnings"] = [
+            (
+                f"{clusters.below_threshold:,} removed documents are below the {limit.measure} "
+                f"threshold {limit.value:g} against the document kept for them (lowest "
+                f"{lowest:.3f}): clusters chain; star clusters of verified pairs never do"
+            )
+        ]
     if first.truth is not None:
-        pairs = groups.pairs() if n_pairs <= MAX_EVALUATED_PAIRS else None
+        pairs = None
+        if n_pairs <= MAX_EVALUATED_PAIRS:
+            pairs = groups.pairs() if found is None else found.document_pairs()[0]
         summary["ground_truth"] = removal_scores(first.truth, clusters.kept, pairs)
     summary["files"] = files
     files["summary.json"] = "this summary, as JSON"
@@ -347,15 +476,35 @@ def run(
 
 
 def _fingerprint_pass(
-    source: _Source, settings: FingerprintSettings, device: str, bar: Any
+    source: _Source,
+    settings: FingerprintSettings,
+    device: str,
+    bar: Any,
+    spill: FeatureSpill,
+    limit: Threshold,
 ) -> _Fingerprints:
-    """Fingerprint every document; keep codes, lengths, scores and labels."""
+    """Fingerprint every document and spill its features; keep codes, lengths, scores, labels.
+
+    Text is featurized once on the CPU for the features; the CPU fingerprints come from that
+    same batch (as `gpusimhash.fingerprint` computes them), the GPU featurizes on its own. A
+    Jaccard threshold fingerprints the feature sets (every weight 1).
+    """
     options = source.options
-    codes, lengths, scores, truth = [], [], [], []
+    codes, lengths, scores, truth, counts = [], [], [], [], []
     table: dict[Any, int] = {}
     need_records = options.truth_field is not None or options.score_field is not None
     for batch in source.batches(records=need_records):
-        codes.append(settings.fingerprint(batch.texts, device=device))
+        first_row = int(batch.rows[0]) if len(batch) else 0
+        entries = settings.featurizer.transform(batch.texts, first_index=first_row)
+        features = DocumentFeatures.from_batch(entries)
+        spill.append(features)
+        counts.append(features.sizes)
+        if limit.measure == "jaccard":
+            entries = FeatureBatch(features.states, features.offsets, None)
+        if limit.measure == "jaccard" or device == "cpu":
+            codes.append(fingerprint_batch(entries, device, bits=settings.bits, seed=settings.seed))
+        else:
+            codes.append(settings.fingerprint(batch.texts, device=device))
         lengths.append(np.fromiter(map(len, batch.texts), dtype=np.int64, count=len(batch)))
         if options.truth_field is not None:
             field = options.truth_field
@@ -369,6 +518,7 @@ def _fingerprint_pass(
         lengths=np.concatenate(lengths) if lengths else np.zeros(0, np.int64),
         scores=_stack(scores, np.float64) if options.score_field else None,
         truth=_stack(truth, np.int64) if options.truth_field else None,
+        feature_counts=_stack(counts, np.int64),
     )
 
 
@@ -379,16 +529,42 @@ def _join(codes: np.ndarray, radius: int, recall: float | None, device: str) -> 
     return approximate_near_duplicate_groups(codes, max_distance=radius, recall=recall)
 
 
-def _cluster(groups: DuplicateGroups, first: _Fingerprints, policy: str) -> _Clusters:
-    """Cluster by connected components of the pairs; keep one document per cluster."""
-    labels = group_labels(groups)
+def _verify(
+    groups: DuplicateGroups,
+    features: DocumentFeatures,
+    rows: np.ndarray,
+    limit: Threshold,
+    options: DedupOptions,
+) -> VerifiedCandidates:
+    """Verify every candidate pair on the documents' features."""
+    return verify_candidates(
+        groups,
+        features,
+        rows,
+        min_cosine=limit.value if limit.measure == "cosine" else None,
+        min_jaccard=limit.value if limit.measure == "jaccard" else None,
+        empty_as_duplicates=options.empty_as_duplicates,
+    )
+
+
+def _clusters(clustering: Clustering) -> _Clusters:
+    """Cluster sizes, kept documents and membership of a clustering."""
+    labels = clustering.labels
     n = labels.size
     sizes = np.bincount(labels, minlength=int(labels.max()) + 1 if n else 0)
-    kept = keep_one(labels, policy=policy, lengths=first.lengths, scores=first.scores)
+    kept = clustering.keep
     kept_rows = np.empty(sizes.size, dtype=np.int64)
     kept_rows[labels[kept]] = np.flatnonzero(kept)
     in_cluster = sizes[labels] > 1 if n else np.zeros(0, dtype=bool)
-    return _Clusters(labels, sizes, kept, kept_rows, in_cluster)
+    return _Clusters(
+        labels,
+        sizes,
+        kept,
+        kept_rows,
+        in_cluster,
+        clustering.similarity,
+        clustering.below_threshold,
+    )
 
 
 def _write_kept(
@@ -462,6 +638,7 @@ def _write_duplicates(
                     "ids": [ids[int(r)] for r in members],
                     "rows": members.tolist(),
                     "distances": distances.astype(int).tolist(),
+                    "similarities": clusters.similarity[members].tolist(),
                 }
             )
             if len(records) == _DUPLICATES_CHUNK:
@@ -469,8 +646,8 @@ def _write_duplicates(
                 records = []
         writer.write(records)
     files[path.name] = (
-        f"{big.size:,} clusters of near-duplicates: ids, rows and Hamming distance of every "
-        "member to the kept one"
+        f"{big.size:,} clusters of near-duplicates: ids, rows, Hamming distance and exact "
+        "similarity of every member to the kept one"
     )
     return cluster
 
@@ -483,14 +660,15 @@ def _summary(
     settings: FingerprintSettings,
     options: DedupOptions,
     device: str,
-    radius: int,
+    limit: Threshold,
     groups: DuplicateGroups,
     first: _Fingerprints,
     clusters: _Clusters,
 ) -> dict[str, Any]:
     """Describe the run's settings and results (the caller adds timings and files)."""
     n, sizes, kept = first.codes.shape[0], clusters.sizes, clusters.kept
-    featurizer, recall = settings.featurizer, options.recall
+    featurizer, recall, radius = settings.featurizer, options.recall, limit.radius
+    removed = ~kept
     return {
         "input": str(source.path),
         "settings": {
@@ -503,6 +681,14 @@ def _summary(
             "max_distance": radius,
             "join": "exact" if recall is None else f"approximate, recall >= {recall}",
             "min_estimated_cosine": float(np.cos(np.pi * radius / settings.bits)),
+            "verify": limit.verify,
+            "similarity": limit.measure,
+            "threshold": limit.value,
+            "candidate_recall": (
+                options.candidate_recall if limit.verify and options.max_distance is None else None
+            ),
+            "cluster": options.cluster,
+            "empty_as_duplicates": options.empty_as_duplicates,
             "keep": options.keep,
         },
         "results": {
@@ -511,6 +697,10 @@ def _summary(
             "removed": int(n - kept.sum()),
             "clusters": int((sizes > 1).sum()),
             "largest_cluster": int(sizes.max()) if n else 0,
+            "lowest_similarity_to_kept": (
+                float(np.nanmin(clusters.similarity[removed])) if removed.any() else None
+            ),
+            "removed_below_threshold": clusters.below_threshold,
             "distinct_codes": groups.n_unique,
         },
         "ground_truth": None,

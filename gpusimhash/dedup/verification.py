@@ -10,9 +10,9 @@
   codes, and refuses a threshold over budget with a one-line message.
 * `join_with_features` leaves featureless documents out of the join: each is a group of its own,
   or all of them one group with ``empty_as_duplicates``.
-* `cluster` makes star clusters (every removed document verified against the document kept for
-  it) or connected components, and measures every removed document's exact similarity to its
-  kept one, whatever the clustering, so a run can count those below the threshold.
+* `cluster_documents` makes star clusters (every removed document verified against the document
+  kept for it) or connected components, and measures every removed document's exact similarity
+  to its kept one, whatever the clustering, so a run can count those below the threshold.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from gpusimhash import _segments
+from gpusimhash._choices import CLUSTERINGS
 from gpusimhash.search._join import DuplicateGroups, check_radius, cosine_radius
 from gpusimhash.search.budget import MAX_CANDIDATE_PAIRS, distinct_codes, estimate_pair_count
 from gpusimhash.search.clusters import (
@@ -53,13 +54,11 @@ __all__ = [
     "FeatureSpill",
     "Threshold",
     "check_budget",
-    "cluster",
+    "cluster_documents",
     "feature_spill",
     "join_with_features",
     "plan_threshold",
 ]
-
-CLUSTERINGS = ("star", "components")
 
 
 @dataclass(frozen=True)
@@ -312,14 +311,14 @@ def check_budget(
     >>> check_budget(codes, 64, budget=1000)
     Traceback (most recent call last):
     ...
-    ValueError: about 4,498,500 candidate pairs at Hamming radius 64 of 64 bits, over the budget of 1,000: raise the threshold, lower the candidate recall, or force it
+    ValueError: about 4,498,500 candidate pairs at Hamming radius 64 of 64 bits, over the budget of 1,000: raise the threshold, lower the candidate recall or pass --force (force=True)
     """
     estimate = estimate_pair_count(distinct_codes(codes), radius, seed=seed)
     if estimate > budget and not force:
         raise ValueError(
             f"about {estimate:,.0f} candidate pairs at Hamming radius {radius} of "
             f"{codes.shape[1] * 8} bits, over the budget of {budget:,}: raise the threshold, "
-            "lower the candidate recall, or force it"
+            "lower the candidate recall or pass --force (force=True)"
         )
     return estimate
 
@@ -403,7 +402,7 @@ class Clustering:
         return np.asarray(self.kept_for == np.arange(self.kept_for.size))
 
 
-def cluster(
+def cluster_documents(
     groups: DuplicateGroups,
     found: VerifiedCandidates | None,
     features: DocumentFeatures,

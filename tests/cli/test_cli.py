@@ -117,6 +117,9 @@ def test_dedup_every_input_format(tmp_path, kind):
         "20",
         "--bits",
         "128",
+        "--no-verify",
+        "--cluster",
+        "components",
         "-q",
         "--json",
         "--out",
@@ -128,6 +131,7 @@ def test_dedup_every_input_format(tmp_path, kind):
     kept_rows, labels = expected_kept([d["text"] for d in DOCS], 128, 20)
     assert summary["results"]["documents"] == len(DOCS)
     assert summary["results"]["kept"] == len(kept_rows)
+    assert summary["settings"]["verify"] is False
     kept = read_jsonl(out / "kept.jsonl")
     if kind == "txt":
         assert kept == [{"id": r, "text": DOCS[r]["text"]} for r in kept_rows]
@@ -204,6 +208,7 @@ def test_parquet_output_and_keep_policies(tmp_path, capsys):
     ):
         out = tmp_path / keep
         args = ["dedup", path, "--id-field", "id", "--max-distance", "20", "--keep", keep, *extra]
+        args += ["--bits", "128", "--no-verify", "--cluster", "components"]
         args += ["--output-format", "parquet", "--no-report", "-q", "--out", out]
         code, stdout, stderr = run_in_process(args, capsys)
         assert code == 0, stderr
@@ -245,7 +250,8 @@ def test_dedup_without_input_runs_on_the_sample(tmp_path):
 def test_approximate_join_finds_a_subset_of_the_exact_pairs(tmp_path, capsys):
     results = {}
     for name, extra in (("exact", []), ("approximate", ["--recall", "0.99"])):
-        args = ["dedup", "--bits", "128", "--max-distance", "18", "--out", tmp_path / name]
+        args = ["dedup", "--bits", "128", "--max-distance", "18", "--cluster", "components"]
+        args += ["--out", tmp_path / name]
         code, out, _ = run_in_process([*args, *extra, "-q", "--json"], capsys)
         assert code == 0
         results[name] = json.loads(out)
@@ -335,7 +341,13 @@ def error_cases(tmp_path):
         (["dedup", good, "--seed", "-1"], 2, r"seed must be in \[0, 4294967295\]"),
         (["dedup", good, "--min-cosine", "2"], 2, r"min-cosine must be in \[-1, 1\]"),
         (["dedup", good, "--max-distance", "-3"], 2, "max-distance must be >= 0"),
-        (["dedup", good, "--max-distance", "3", "--min-cosine", "0.9"], 2, "not allowed with"),
+        (["dedup", good, "--min-cosine", "0.9", "--min-jaccard", "0.5"], 2, "not allowed with"),
+        (
+            ["dedup", good, "--no-verify", "--max-distance", "3", "--min-cosine", "0.9"],
+            1,
+            "with --no-verify, give one of --max-distance, --min-cosine and --min-jaccard",
+        ),
+        (["dedup", good, "--candidate-recall", "0"], 2, r"candidate-recall must be in \(0, 1\]"),
         (["dedup", good, "--format", "xml"], 2, "invalid choice: 'xml'"),
         (["dedup", good, "--frobnicate"], 2, "unrecognized arguments: --frobnicate"),
         ([], 2, "the following arguments are required: COMMAND"),

@@ -37,8 +37,10 @@ def test_dedup_file_refuses_bad_options(tmp_path):
         dedup_file(path, tmp_path / "o", keep="best", max_distance=3)
     with pytest.raises(ValueError, match="score field"):
         dedup_file(path, tmp_path / "o", keep="score", max_distance=3)
-    with pytest.raises(ValueError, match="exactly one"):
-        dedup_file(path, tmp_path / "o")
+    with pytest.raises(ValueError, match="give one of max_distance, min_cosine and min_jaccard"):
+        dedup_file(path, tmp_path / "o", verify=False, max_distance=3, min_cosine=0.9)
+    with pytest.raises(ValueError, match="cluster must be one of star, components"):
+        dedup_file(path, tmp_path / "o", cluster="single")
 
 
 def test_dedup_file_reports_codes_clusters_and_kept(tmp_path):

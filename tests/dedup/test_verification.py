@@ -4,7 +4,7 @@ import pytest
 from gpusimhash import fingerprint
 from gpusimhash.dedup.verification import (
     check_budget,
-    cluster,
+    cluster_documents,
     feature_spill,
     join_with_features,
     plan_threshold,
@@ -104,7 +104,9 @@ def run(docs, method, verified=True, value=0.8, policy="first", lengths=None):
     rows = candidate_documents(groups)
     local = features.take(rows)
     found = verify_candidates(groups, local, rows, min_cosine=value) if verified else None
-    return cluster(groups, found, local, rows, plan, method=method, policy=policy, lengths=lengths)
+    return cluster_documents(
+        groups, found, local, rows, plan, method=method, policy=policy, lengths=lengths
+    )
 
 
 def test_stars_do_not_chain_and_components_do():
@@ -135,3 +137,19 @@ def test_without_verification_removed_documents_are_measured():
 def test_unknown_method():
     with pytest.raises(ValueError, match="cluster method must be one of star, components"):
         run(CHAIN, "single-link")
+
+
+@pytest.mark.parametrize("force", [False, True])
+def test_dedup_refuses_a_threshold_over_budget_unless_forced(tmp_path, force):
+    from gpusimhash.dedup.pipeline import dedup_file
+
+    path = tmp_path / "in.txt"
+    path.write_text("".join(f"{' '.join(CHAIN[k % 4].split()[:7])} w{k}\n" for k in range(12)))
+    options = {"min_cosine": -1.0, "max_candidate_pairs": 60, "force": force}
+    if not force:
+        with pytest.raises(ValueError, match=r"^about 66 candidate pairs at Hamming radius 256"):
+            dedup_file(path, tmp_path / "out", bits=256, **options)
+        return
+    result = dedup_file(path, tmp_path / "out", bits=256, **options)
+    assert result.summary["settings"]["estimated_candidate_pairs"] == 66
+    assert result.summary["results"]["removed_below_threshold"] == 0
