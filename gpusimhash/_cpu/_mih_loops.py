@@ -134,6 +134,21 @@ def _earlier_block_qualifies(
     return False
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _first_at_least(
+    present: np.ndarray, candidates: np.ndarray, key: np.uint64
+) -> int:  # pragma: no cover - compiled
+    """First ``j`` with ``present[candidates[j]] >= key`` (``candidates`` ascending)."""
+    lo, hi = 0, candidates.size
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if present[candidates[mid]] < key:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
 @njit(cache=True, nogil=True)
 def bucket_pairs(
     present: np.ndarray,
@@ -141,42 +156,37 @@ def bucket_pairs(
     starts: np.ndarray,
     clear: np.ndarray,
     clear_starts: np.ndarray,
-    mask: np.ndarray,
+    mask: np.uint64,
     lo: int,
     hi: int,
-) -> np.ndarray:  # pragma: no cover - compiled
-    """Nonempty bucket pairs ``(key, key ^ mask)`` with ``key ^ mask > key``, ``lo <= key < hi``.
+    tiles: np.ndarray,
+) -> int:  # pragma: no cover - compiled
+    """Write the nonempty bucket pairs ``(key, key ^ mask)``, ``key ^ mask >= key``, to ``tiles``.
 
-    ``present`` are the nonempty keys in increasing order and ``bounds[i] : bounds[i + 1]`` the
-    sorted positions of key ``present[i]``; ``clear[clear_starts[h] : clear_starts[h + 1]]``
-    lists the indices ``i`` of the keys whose bit ``h`` is clear, so for ``mask``'s top bit ``h``
-    exactly those keys probe a larger key. A zero mask pairs each bucket with itself.
-
-    Returns
-    -------
-    tiles : ndarray, shape (t, 4), dtype int64
-        ``(p_first, p_last, q_first, q_last)`` position ranges of the two buckets, the smaller
-        first (for a zero mask, the bucket twice).
+    Keys run over ``lo <= key < hi``. ``present`` are the nonempty keys in increasing order and
+    ``bounds[i] : bounds[i + 1]`` the sorted positions of key ``present[i]``;
+    ``clear[clear_starts[h] : clear_starts[h + 1]]`` lists the indices ``i`` of the keys whose
+    bit ``h`` is clear, so for ``mask``'s top bit ``h`` exactly those keys probe a larger key.
+    A zero mask pairs each bucket with itself. Each row of ``tiles`` (at least
+    ``present.size`` rows) gets ``(p_first, p_last, q_first, q_last)``: the position ranges of
+    the two buckets, the smaller first. Returns the number of rows written.
     """
     if mask == 0:
         first_index = np.searchsorted(present, np.uint64(lo))
         last_index = np.searchsorted(present, np.uint64(hi))
-        tiles = np.empty((last_index - first_index, 4), dtype=np.int64)
         for t in range(last_index - first_index):
             i = first_index + t
             tiles[t, 0] = bounds[i]
             tiles[t, 1] = bounds[i + 1]
             tiles[t, 2] = bounds[i]
             tiles[t, 3] = bounds[i + 1]
-        return tiles
+        return int(last_index - first_index)
     top = 63
     while (mask >> np.uint64(top)) == 0:
         top -= 1
     candidates = clear[clear_starts[top] : clear_starts[top + 1]]
-    keys = present[candidates]
-    a = np.searchsorted(keys, np.uint64(lo))
-    b = np.searchsorted(keys, np.uint64(hi))
-    tiles = np.empty((b - a, 4), dtype=np.int64)
+    a = _first_at_least(present, candidates, np.uint64(lo))
+    b = _first_at_least(present, candidates, np.uint64(hi))
     count = 0
     for j in range(a, b):
         i = candidates[j]
@@ -191,7 +201,7 @@ def bucket_pairs(
         tiles[count, 2] = q_first
         tiles[count, 3] = q_last
         count += p_last > p_first  # the smaller bucket is nonempty: both are
-    return tiles[:count]
+    return count
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -262,10 +272,13 @@ def join_block(
     out: np.ndarray = np.empty((1024, 2), dtype=np.int64)
     count = 0
     distance = _distance_buffer(bounds)
+    tiles = np.empty((present.size, 4), dtype=np.int64)
     for probe in range(masks.size):
-        tiles = bucket_pairs(present, bounds, starts, clear, clear_starts, masks[probe], lo, hi)
+        n_tiles = bucket_pairs(
+            present, bounds, starts, clear, clear_starts, masks[probe], lo, hi, tiles
+        )
         same = masks[probe] == 0
-        for t in range(tiles.shape[0]):
+        for t in range(n_tiles):
             q_last = tiles[t, 3]
             for p in range(tiles[t, 0], tiles[t, 1]):
                 q_first = p + 1 if same else tiles[t, 2]
@@ -333,9 +346,10 @@ def link_block(
     for position in range(ids.size):
         cached[position] = _root(parent, ids[position])
     distance = _distance_buffer(bounds)
+    tiles = np.empty((present.size, 4), dtype=np.int64)
     for r in range(ranges.shape[0]):
         for probe in range(masks.size):
-            tiles = bucket_pairs(
+            n_tiles = bucket_pairs(
                 present,
                 bounds,
                 starts,
@@ -344,9 +358,10 @@ def link_block(
                 masks[probe],
                 ranges[r, 0],
                 ranges[r, 1],
+                tiles,
             )
             same = masks[probe] == 0
-            for t in range(tiles.shape[0]):
+            for t in range(n_tiles):
                 q_last = tiles[t, 3]
                 whole = -1  # a tree known to hold every code of the probed range
                 for p in range(tiles[t, 0], tiles[t, 1]):
