@@ -55,7 +55,9 @@ counts = []
 def search():
     while not done.is_set():
         result = index.search(codes[:50], k=5)
-        assert (result.ids[:, 0] == np.arange(50)).all()
+        assert ((result.ids >= 0) & (result.ids < 30_000)).all()
+        if kind != "hnsw":  # exact kinds find each stored code itself
+            assert (result.ids[:, 0] == np.arange(50)).all()
         counts.append(len(index.range_search(codes[:20], max_distance=0).ids))
 def add():
     for start in range(1000, 30_000, 1000):
