@@ -153,3 +153,17 @@ def test_dedup_refuses_a_threshold_over_budget_unless_forced(tmp_path, force):
     result = dedup_file(path, tmp_path / "out", bits=256, **options)
     assert result.summary["settings"]["estimated_candidate_pairs"] == 66
     assert result.summary["results"]["removed_below_threshold"] == 0
+
+
+def test_no_removed_document_is_below_the_threshold_on_the_synthetic_corpus(tmp_path):
+    from gpusimhash.datasets.synth import CorpusSpec, generate
+    from gpusimhash.dedup.pipeline import dedup_file
+
+    spec = CorpusSpec(n_docs=3000, seed=3, min_length=5, max_length=30, near_rate=0.4)
+    path = tmp_path / "synthetic.txt"
+    path.write_text("".join(d.text + "\n" for d in generate(spec)))
+    for options in ({}, {"min_jaccard": 0.5}, {"keep": "longest", "min_cosine": 0.6}):
+        result = dedup_file(path, tmp_path / "out", bits=128, **options)
+        assert result.summary["results"]["removed"] > 100
+        assert result.summary["results"]["removed_below_threshold"] == 0
+        assert result.summary["results"]["lowest_similarity_to_kept"] >= 0.5
