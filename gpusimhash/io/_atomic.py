@@ -140,7 +140,7 @@ def replacing_folder(path: str | Path, *, owned: Callable[[str], bool]) -> Itera
     when the ``with`` block ends without an error the old folder is renamed away, the staging
     folder renamed to ``path`` (Ctrl-C is held back between the two renames) and the old one
     deleted. On an error or an interrupt the staging folder is deleted and ``path`` is left as
-    it was. Staging and old folders that a killed process left behind are deleted on the next
+    it was; the error's message names ``path``, not the staging folder. Staging and old folders that a killed process left behind are deleted on the next
     use (a live run holds a lock on its staging folder).
 
     Parameters
@@ -189,11 +189,20 @@ def replacing_folder(path: str | Path, *, owned: Callable[[str], bool]) -> Itera
         os.chmod(staging, 0o777 & ~_umask())
         yield staging
         _swap(staging, path, owned)
-    except BaseException:
+    except BaseException as error:
         shutil.rmtree(staging, ignore_errors=True)
+        _name_destination(error, staging, path)
         raise
     finally:
         os.close(descriptor)
+
+
+def _name_destination(error: BaseException, staging: Path, path: Path) -> None:
+    """Make an error's message name the destination folder instead of the staging one."""
+    if isinstance(error, OSError) and isinstance(error.filename, str):
+        error.filename = error.filename.replace(str(staging), str(path))
+    elif error.args and isinstance(error.args[0], str):
+        error.args = (error.args[0].replace(str(staging), str(path)), *error.args[1:])
 
 
 def _umask() -> int:

@@ -164,3 +164,15 @@ def test_ctrl_c_at_any_moment_exits_130_without_a_traceback(tmp_path):
         assert stderr.rstrip("\n").rsplit("\n", 1)[-1].endswith("gpusimhash: interrupted")
         assert not out.exists() or list(out.iterdir()) == []
     assert hidden_siblings(tmp_path / "out0") == []
+
+
+def test_errors_name_the_output_folder_not_the_staging_one(tmp_path, capsys):
+    source = tmp_path / "mixed.jsonl"
+    docs = [{"id": i if i % 2 else f"s{i}", "text": f"t {i % 5}"} for i in range(20)]
+    source.write_text("".join(json.dumps(d) + "\n" for d in docs), encoding="utf-8")
+    out = tmp_path / "out"
+    args = ["dedup", str(source), "--id-field", "id", "--output-format", "parquet", "-q"]
+    assert main([*args, "--out", str(out)]) == 1
+    error = capsys.readouterr().err
+    assert f"{out}/kept.parquet: records do not fit the Parquet columns (field 'id'" in error
+    assert ".staging" not in error
