@@ -140,6 +140,7 @@ def fingerprint_batches(
     codes : cupy.ndarray, shape (n_docs, bits // 8), dtype uint8
         Bit-identical to the CPU engine's.
     """
+    device_engine()  # made here: the jobs are prepared on the pipeline's worker thread
     stream = (
         job
         for kind, first, batch in batches

@@ -9,8 +9,8 @@ takes jobs (host arrays and the computation to run on their device copies) and, 
 2. starts one copy of the packed bytes on the copy stream, after the copy stream has waited for
    the compute work that last read the slot's device buffer;
 3. makes the compute stream wait for the copy and enqueues the computation;
-4. only then prepares the next job on the host, so host preparation and the copy of batch
-   ``i + 1`` overlap the kernels of batch ``i``.
+4. prepares the next job on a worker thread meanwhile, so host preparation and the copy of
+   batch ``i + 1`` overlap the kernels (and host round trips) of batch ``i``.
 
 When ``run`` returns (or raises), every copy it started has finished: nothing in flight still
 reads a host buffer that a later call will rewrite. The CuPy staging lives in
@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
 import numpy as np
@@ -157,7 +158,8 @@ class Pipeline:
         jobs : iterable of (host arrays, compute)
             ``compute(device_arrays)`` enqueues device work on the uploaded copies and returns
             its result (new device arrays: the copies are reused two jobs later). The iterable
-            is consumed lazily, after the previous job's work was enqueued.
+            is consumed lazily, one job ahead, on a worker thread: job ``i + 1`` is prepared
+            while job ``i`` computes.
 
         Returns
         -------
@@ -165,20 +167,21 @@ class Pipeline:
             Each job's result, in order.
         """
         results: list[Any] = []
-        with self._lock:
+        iterator = iter(jobs)
+        with self._lock, ThreadPoolExecutor(1, thread_name_prefix="gsh-prepare") as worker:
             try:
-                iterator = iter(jobs)
                 job = next(iterator, None)
                 slot = 0
-                upcoming = None if job is None else (self._upload(slot, job[0]), job[1])
-                while upcoming is not None:
-                    (arrays, event), compute = upcoming
+                while job is not None:
+                    arrays, event = self._upload(slot, job[0])
+                    # the next job is prepared on a worker thread while this one computes (its
+                    # host round trips included); only this thread touches streams and buffers
+                    following = worker.submit(next, iterator, None)
                     self.staging.compute_waits(event)
-                    results.append(compute(arrays))
+                    results.append(job[1](arrays))
                     self._released[slot] = self.staging.record_compute()
-                    job = next(iterator, None)  # host work overlapping the kernels just enqueued
+                    job = following.result()
                     slot = (slot + 1) % SLOTS
-                    upcoming = None if job is None else (self._upload(slot, job[0]), job[1])
             finally:
                 self.drain()
         return results

@@ -71,22 +71,43 @@ def test_a_pipeline_without_the_final_drain_is_caught(engine, monkeypatch):
     assert staging.in_flight  # the copy a real device could still be running
 
 
-def test_jobs_are_prepared_after_the_previous_compute_was_enqueued(engine):
+def test_the_next_job_is_prepared_while_this_one_computes():
+    """Job i + 1's preparation overlaps job i's compute (a worker thread), results in order."""
+    import threading
+
     staging = emulator.EmulatedStaging()
+    prepared = [threading.Event() for _ in range(3)]
     events = []
 
     def jobs():
         for index in range(3):
             events.append(f"prepare {index}")
-            data = np.full(4, index, np.int64)
-            yield (
-                [data],
-                lambda arrays, index=index: events.append(f"compute {index}") or arrays[0].copy(),
-            )
+            prepared[index].set()
+            yield [np.full(4, index, np.int64)], lambda arrays, index=index: compute(index, arrays)
+
+    def compute(index, arrays):
+        if index + 1 < 3:  # waits for the next job's preparation: deadlocks if not overlapped
+            assert prepared[index + 1].wait(timeout=10)
+        events.append(f"compute {index}")
+        return arrays[0].copy()
 
     results = pipeline.Pipeline(staging).run(jobs())
-    assert events == ["prepare 0", "compute 0", "prepare 1", "compute 1", "prepare 2", "compute 2"]
     assert [r.tolist() for r in results] == [[0] * 4, [1] * 4, [2] * 4]
+    for index in range(3):
+        assert events.index(f"prepare {index}") < events.index(f"compute {index}")
+    assert staging.in_flight == {}
+
+
+def test_an_error_while_preparing_drains_and_propagates(engine):
+    staging = emulator.EmulatedStaging()
+
+    def jobs():
+        yield [np.ones(3)], lambda arrays: arrays[0].copy()
+        raise TypeError("document 7: expected text")
+
+    with pytest.raises(TypeError, match="document 7"):
+        pipeline.Pipeline(staging).run(jobs())
+    assert staging.in_flight == {}
 
 
 def test_a_failing_job_still_drains(engine):
