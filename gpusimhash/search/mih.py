@@ -45,8 +45,8 @@ __all__ = ["Plan", "join_pairs", "join_roots", "plan"]
 _BRUTE_COST = 0.25e-9  # per pair in the brute force, per 64-bit word plus one
 _CANDIDATE_COST = 0.25e-9  # per candidate compared, per 64-bit word plus one
 _PROBE_COST = 7e-9  # per bucket probed
-_BUILD_COST = 60e-9  # per code per probed block: key, counting sort, gathers
-_TABLE_COST = 1e-9  # per bucket of a block's table
+_BUILD_COST = 15e-9  # per code per probed block: key, counting sort, gathers
+_TABLE_COST = 15e-9  # per bucket of a block's table: counts, starts, nonempty keys
 _BRUTE_ALWAYS = 1 << 16  # pairs below which brute force runs without measuring the data
 _MAX_WIDTH = 22  # widest probed block: its table has 2**22 + 1 bucket starts
 _MAX_MASKS = 1 << 16  # most key differences probed per code and block
@@ -101,7 +101,8 @@ def plan(words: np.ndarray, bits: int, radius: int, *, workers: int = 1) -> Plan
 
     Examples
     --------
-    A handful of codes is compared directly; a million-code join probes blocks:
+    A handful of codes is compared directly; 100,000 random codes probe blocks whose
+    thresholds cover the radius (``sum(t + 1) = radius + 1``):
 
     >>> import numpy as np
     >>> rng = np.random.default_rng(0)
