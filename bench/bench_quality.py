@@ -16,7 +16,7 @@ in one run (compare within a file only).
 
     python bench/bench_quality.py [--min-cosine 0.8] [--pypi-docs 20000] [--synthetic-docs 50000]
 
-Writes ``bench/results/quality_<min cosine>.json``.
+Writes ``bench/results/quality_<min cosine>.json`` (or ``--out``).
 """
 
 from __future__ import annotations
@@ -155,6 +155,7 @@ def main() -> None:
     parser.add_argument("--synthetic-docs", type=int, default=50_000)
     parser.add_argument("--pypi-docs", type=int, default=20_000)
     parser.add_argument("--seed", type=int, default=0, help="seed of the PyPI sample")
+    parser.add_argument("--out", help="result file name (default: quality_<min cosine>.json)")
     args = parser.parse_args()
     threshold = Fraction(args.min_cosine)
     min_cosine = float(threshold)

@@ -32,7 +32,6 @@ from gpusimhash._choices import CLUSTERINGS
 from gpusimhash.search._join import DuplicateGroups, check_radius, cosine_radius
 from gpusimhash.search.budget import MAX_CANDIDATE_PAIRS, distinct_codes, estimate_pair_count
 from gpusimhash.search.clusters import (
-    _renumber,
     cluster_labels,
     group_labels,
     keep_one,
@@ -468,7 +467,8 @@ def cluster_documents(
         labels, kept_for = stars.labels, stars.kept_for
     else:
         n_units = int(units.max()) + 1 if n else 0
-        labels = _renumber(cluster_labels(pairs, n_units)[units]) if found else group_labels(groups)
+        # units are numbered by their lowest document, so the components of units are too
+        labels = cluster_labels(pairs, n_units)[units] if found else group_labels(groups)
         keep = keep_one(labels, policy=policy, lengths=lengths, scores=scores)
         kept_of_cluster = np.empty(int(labels.max()) + 1 if n else 0, dtype=np.int64)
         kept_of_cluster[labels[keep]] = np.flatnonzero(keep)
