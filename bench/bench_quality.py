@@ -97,7 +97,8 @@ def exact_truth(docs: list[str], featurizer: TextFeaturizer, threshold: Fraction
     keys, identical = [], []
     for start in range(0, n, 1000):
         dots = (x[start : start + 1000] @ xt).tocoo()
-        i, j, d = dots.row + start, dots.col, dots.data.astype(np.int64)
+        i = dots.row.astype(np.int64) + start
+        j, d = dots.col.astype(np.int64), dots.data.astype(np.int64)
         ok = (i < j) & (d > 0) & (q * q * d * d >= p * p * squared[i] * squared[j])
         keys.append(i[ok] * n + j[ok])
         identical.append(d[ok] * d[ok] == squared[i[ok]] * squared[j[ok]])
@@ -210,9 +211,8 @@ def main() -> None:
         "synthetic_docs": args.synthetic_docs,
         "synthetic_seed": 1,
     }
-    target = write_json(
-        f"quality_{args.min_cosine}.json", {"settings": settings, "results": results}
-    )
+    name = args.out or f"quality_{args.min_cosine}.json"
+    target = write_json(name, {"settings": settings, "results": results})
     print(f"wrote {target}")
 
 
