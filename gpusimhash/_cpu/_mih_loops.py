@@ -9,7 +9,7 @@ at bit ``lo``; its key is those bits as an integer.
   codes of one key (a bucket) are contiguous.
 * ``block_distance_counts``: how many sampled pairs differ in ``0, 1, ..., t_max`` bits of a
   block, the planner's measurement of the data.
-* ``bucket_pairs``: the nonempty bucket pairs one key difference (mask) leads to.
+* ``gather_probes``: the codes of every bucket a key's probes reach, copied contiguous.
 * ``join_block``: every pair within the radius from a range of one block's buckets, kept only
   when no block probed earlier qualifies, so each pair comes from exactly one block.
 * ``link_block``: the same probes in components mode: pairs are linked in a union-find forest
@@ -135,76 +135,6 @@ def _earlier_block_qualifies(
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _first_at_least(
-    present: np.ndarray, candidates: np.ndarray, key: np.uint64
-) -> int:  # pragma: no cover - compiled
-    """First ``j`` with ``present[candidates[j]] >= key`` (``candidates`` ascending)."""
-    lo, hi = 0, candidates.size
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if present[candidates[mid]] < key:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
-
-
-@njit(cache=True, nogil=True)
-def bucket_pairs(
-    present: np.ndarray,
-    bounds: np.ndarray,
-    starts: np.ndarray,
-    clear: np.ndarray,
-    clear_starts: np.ndarray,
-    mask: np.uint64,
-    lo: int,
-    hi: int,
-    tiles: np.ndarray,
-) -> int:  # pragma: no cover - compiled
-    """Write the nonempty bucket pairs ``(key, key ^ mask)``, ``key ^ mask >= key``, to ``tiles``.
-
-    Keys run over ``lo <= key < hi``. ``present`` are the nonempty keys in increasing order and
-    ``bounds[i] : bounds[i + 1]`` the sorted positions of key ``present[i]``;
-    ``clear[clear_starts[h] : clear_starts[h + 1]]`` lists the indices ``i`` of the keys whose
-    bit ``h`` is clear, so for ``mask``'s top bit ``h`` exactly those keys probe a larger key.
-    A zero mask pairs each bucket with itself. Each row of ``tiles`` (at least
-    ``present.size`` rows) gets ``(p_first, p_last, q_first, q_last)``: the position ranges of
-    the two buckets, the smaller first. Returns the number of rows written.
-    """
-    if mask == 0:
-        first_index = np.searchsorted(present, np.uint64(lo))
-        last_index = np.searchsorted(present, np.uint64(hi))
-        for t in range(last_index - first_index):
-            i = first_index + t
-            tiles[t, 0] = bounds[i]
-            tiles[t, 1] = bounds[i + 1]
-            tiles[t, 2] = bounds[i]
-            tiles[t, 3] = bounds[i + 1]
-        return int(last_index - first_index)
-    top = 63
-    while (mask >> np.uint64(top)) == 0:
-        top -= 1
-    candidates = clear[clear_starts[top] : clear_starts[top + 1]]
-    a = _first_at_least(present, candidates, np.uint64(lo))
-    b = _first_at_least(present, candidates, np.uint64(hi))
-    count = 0
-    for j in range(a, b):
-        i = candidates[j]
-        other = present[i] ^ mask
-        p_first, p_last = bounds[i], bounds[i + 1]
-        q_first, q_last = starts[other], starts[other + 1]
-        # The smaller bucket drives the outer loop: fewer, longer inner scans.
-        if q_last - q_first < p_last - p_first:
-            p_first, p_last, q_first, q_last = q_first, q_last, p_first, p_last
-        tiles[count, 0] = p_first
-        tiles[count, 1] = p_last
-        tiles[count, 2] = q_first
-        tiles[count, 3] = q_last
-        count += p_last > p_first  # the smaller bucket is nonempty: both are
-    return count
-
-
-@njit(cache=True, nogil=True, inline="always")
 def _row_distances(
     columns: np.ndarray, p: int, q_first: int, q_last: int, distance: np.ndarray
 ) -> None:  # pragma: no cover - compiled
@@ -231,12 +161,66 @@ def _row_distances(
 
 
 @njit(cache=True, nogil=True)
-def _distance_buffer(bounds: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
-    """Scratch for `_row_distances`: as long as the largest bucket."""
-    longest = _SHORT
-    for i in range(bounds.size - 1):
-        longest = max(longest, bounds[i + 1] - bounds[i])
-    return np.empty(longest, dtype=np.uint64)
+def gather_probes(
+    columns: np.ndarray,
+    present: np.ndarray,
+    starts: np.ndarray,
+    masks: np.ndarray,
+    mask_starts: np.ndarray,
+    i: int,
+    positions: np.ndarray,
+    gathered: np.ndarray,
+) -> tuple[int, np.ndarray, np.ndarray]:  # pragma: no cover - compiled
+    """Collect the codes of every bucket ``key ^ mask > key`` probed from key ``present[i]``.
+
+    ``masks`` are the nonzero key differences in increasing order and
+    ``masks[mask_starts[h] : mask_starts[h + 1]]`` those whose highest bit is ``h``: exactly
+    those lead to a larger key when bit ``h`` of the key is clear, so every pair of buckets is
+    probed from one side only. The buckets' positions go to ``positions`` and their codes,
+    word-major and contiguous, to ``gathered`` (both grown as needed).
+
+    Returns
+    -------
+    count, positions, gathered
+        The number of codes collected and the (possibly reallocated) buffers.
+    """
+    key = present[i]
+    count = 0
+    for h in range(mask_starts.size - 1):
+        if (key >> np.uint64(h)) & _ONE:
+            continue
+        for j in range(mask_starts[h], mask_starts[h + 1]):
+            other = key ^ masks[j]
+            first, last = starts[other], starts[other + 1]
+            if count + last - first > positions.size:
+                grown = np.empty(2 * (count + last - first), dtype=np.int64)
+                grown[:count] = positions[:count]
+                positions = grown
+            for q in range(first, last):
+                positions[count] = q
+                count += 1
+    if gathered.shape[1] < count:
+        gathered = np.empty((columns.shape[0], positions.size), dtype=np.uint64)
+    for w in range(columns.shape[0]):
+        for k in range(count):
+            gathered[w, k] = columns[w, positions[k]]
+    return count, positions, gathered
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _gathered_distances(
+    columns: np.ndarray, p: int, gathered: np.ndarray, size: int, distance: np.ndarray
+) -> None:  # pragma: no cover - compiled
+    """``distance[k]`` = distance of code ``p`` to gathered code ``k``: one vectorized pass."""
+    x = columns[0, p]
+    row = gathered[0]
+    for k in range(size):
+        distance[k] = _popcount(x ^ row[k])
+    for w in range(1, columns.shape[0]):
+        x = columns[w, p]
+        row = gathered[w]
+        for k in range(size):
+            distance[k] += _popcount(x ^ row[k])
 
 
 @njit(cache=True, nogil=True)
@@ -246,23 +230,22 @@ def join_block(
     present: np.ndarray,
     bounds: np.ndarray,
     starts: np.ndarray,
-    clear: np.ndarray,
-    clear_starts: np.ndarray,
     masks: np.ndarray,
+    mask_starts: np.ndarray,
     radius: int,
     earlier: np.ndarray,
     lo: int,
     hi: int,
 ) -> np.ndarray:  # pragma: no cover - compiled
-    """Pairs found from the buckets with keys ``lo .. hi - 1`` of one block.
+    """Pairs found from the buckets ``present[lo:hi]`` of one block.
 
-    ``columns`` (codes word-major: ``columns[w, position]``) and ``ids`` are in bucket order, and
-    ``masks`` are the key differences to probe (zero, then every mask of 1 to ``threshold``
-    bits). Each bucket is compared with itself (each pair once) and with every bucket
-    ``key ^ mask > key`` (`bucket_pairs`), so every pair is examined at most once per block;
-    probes run mask by mask over increasing keys, so the table and the codes are read nearly in
-    order. A pair is kept when its distance is at most ``radius`` and no block of ``earlier``
-    (rows ``(lo, width, threshold)``) qualifies.
+    ``columns`` (codes word-major: ``columns[w, position]``) and ``ids`` are in bucket order;
+    ``present`` lists the nonempty keys in increasing order, ``bounds[i] : bounds[i + 1]`` the
+    positions of key ``present[i]``. Each bucket is compared with itself (each pair once) and,
+    in one long vectorized pass per code, with the codes of every larger bucket its probes reach
+    (`gather_probes`), so every pair is examined at most once per block. A pair is kept when its
+    distance is at most ``radius`` and no block of ``earlier`` (rows ``(lo, width, threshold)``)
+    qualifies.
 
     Returns
     -------
@@ -271,22 +254,31 @@ def join_block(
     """
     out: np.ndarray = np.empty((1024, 2), dtype=np.int64)
     count = 0
-    distance = _distance_buffer(bounds)
-    tiles = np.empty((present.size, 4), dtype=np.int64)
-    for probe in range(masks.size):
-        n_tiles = bucket_pairs(
-            present, bounds, starts, clear, clear_starts, masks[probe], lo, hi, tiles
-        )
-        same = masks[probe] == 0
-        for t in range(n_tiles):
-            q_last = tiles[t, 3]
-            for p in range(tiles[t, 0], tiles[t, 1]):
-                q_first = p + 1 if same else tiles[t, 2]
-                _row_distances(columns, p, q_first, q_last, distance)
-                for k in range(q_last - q_first):
+    distance = np.empty(1024, dtype=np.uint64)
+    positions = np.empty(1024, dtype=np.int64)
+    gathered = np.empty((columns.shape[0], 1024), dtype=np.uint64)
+    for i in range(lo, hi):
+        p_first, p_last = bounds[i], bounds[i + 1]
+        n_gathered = 0
+        if masks.size:
+            n_gathered, positions, gathered = gather_probes(
+                columns, present, starts, masks, mask_starts, i, positions, gathered
+            )
+        if distance.size < max(n_gathered, p_last - p_first):
+            distance = np.empty(2 * max(n_gathered, p_last - p_first), dtype=np.uint64)
+        for p in range(p_first, p_last):
+            # The rest of the bucket (part 0), then the gathered codes (part 1).
+            for part in range(2 if n_gathered else 1):
+                if part == 0:
+                    size = max(p_last - p - 1, 0)
+                    _row_distances(columns, p, p + 1, p_last, distance)
+                else:
+                    size = n_gathered
+                    _gathered_distances(columns, p, gathered, n_gathered, distance)
+                for k in range(size):
                     if distance[k] > radius:
                         continue
-                    q = q_first + k
+                    q = p + 1 + k if part == 0 else positions[k]
                     if earlier.shape[0] and _earlier_block_qualifies(columns, p, q, earlier):
                         continue
                     if count == out.shape[0]:
@@ -327,57 +319,57 @@ def link_block(
     present: np.ndarray,
     bounds: np.ndarray,
     starts: np.ndarray,
-    clear: np.ndarray,
-    clear_starts: np.ndarray,
     masks: np.ndarray,
+    mask_starts: np.ndarray,
     radius: int,
     parent: np.ndarray,
     ranges: np.ndarray,
 ) -> None:  # pragma: no cover - compiled
     """Link into the forest ``parent`` the pairs of ``join_block``'s probes within the radius.
 
-    ``ranges`` rows are key ranges ``(lo, hi)``. Each position caches a root of its code's tree
-    (trees only ever merge, so a cached root equal to another code's root proves both are
-    linked). Once a query finds its whole probed bucket in its own tree, later queries of the
-    bucket cached in that tree skip it without a comparison, so a cluster whose codes share
-    buckets costs about one scan per bucket pair instead of one per pair of codes.
+    ``ranges`` rows are ranges ``(lo, hi)`` of ``present``. Each position caches a root of its
+    code's tree (trees only ever merge, so a cached root equal to another code's root proves
+    both are linked). Once a code of a bucket finds every candidate it probes (the rest of its
+    bucket, or the gathered codes) in its own tree, later codes of the bucket cached in that
+    tree skip those candidates without a comparison, so a cluster whose codes share buckets
+    costs about one scan per bucket instead of one comparison per pair of codes.
     """
     cached = np.empty(ids.size, dtype=np.int64)
     for position in range(ids.size):
         cached[position] = _root(parent, ids[position])
-    distance = _distance_buffer(bounds)
-    tiles = np.empty((present.size, 4), dtype=np.int64)
+    distance = np.empty(1024, dtype=np.uint64)
+    positions = np.empty(1024, dtype=np.int64)
+    gathered = np.empty((columns.shape[0], 1024), dtype=np.uint64)
     for r in range(ranges.shape[0]):
-        for probe in range(masks.size):
-            n_tiles = bucket_pairs(
-                present,
-                bounds,
-                starts,
-                clear,
-                clear_starts,
-                masks[probe],
-                ranges[r, 0],
-                ranges[r, 1],
-                tiles,
-            )
-            same = masks[probe] == 0
-            for t in range(n_tiles):
-                q_last = tiles[t, 3]
-                whole = -1  # a tree known to hold every code of the probed range
-                for p in range(tiles[t, 0], tiles[t, 1]):
+        for i in range(ranges[r, 0], ranges[r, 1]):
+            p_first, p_last = bounds[i], bounds[i + 1]
+            n_gathered = 0
+            if masks.size:
+                n_gathered, positions, gathered = gather_probes(
+                    columns, present, starts, masks, mask_starts, i, positions, gathered
+                )
+            if distance.size < max(n_gathered, p_last - p_first):
+                distance = np.empty(2 * max(n_gathered, p_last - p_first), dtype=np.uint64)
+            for part in range(2 if n_gathered else 1):
+                whole = -1  # a tree known to hold every candidate of the codes scanned
+                for p in range(p_first, p_last):
                     if cached[p] == whole:
                         continue
-                    q_first = p + 1 if same else tiles[t, 2]
-                    _row_distances(columns, p, q_first, q_last, distance)
+                    if part == 0:
+                        size = max(p_last - p - 1, 0)
+                        _row_distances(columns, p, p + 1, p_last, distance)
+                    else:
+                        size = n_gathered
+                        _gathered_distances(columns, p, gathered, n_gathered, distance)
                     hits = 0
-                    for k in range(q_last - q_first):
+                    for k in range(size):
                         hits += distance[k] <= radius
                     if hits == 0:
-                        continue  # nothing to link (and the row's range is not known whole)
+                        continue  # nothing to link (and the candidates are not known whole)
                     root = _root(parent, ids[p])
                     inside = True
-                    for k in range(q_last - q_first):
-                        q = q_first + k
+                    for k in range(size):
+                        q = p + 1 + k if part == 0 else positions[k]
                         if distance[k] > radius:
                             inside = inside and cached[q] == root
                             continue

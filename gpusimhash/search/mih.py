@@ -206,36 +206,32 @@ def _masks(width: int, threshold: int) -> np.ndarray:
 
 @dataclass(frozen=True)
 class _Block:
-    """One block's table (see `_mih_loops.bucket_pairs`) and the key differences to probe."""
+    """One block's table and the key differences it probes (see `_mih_loops.join_block`)."""
 
     columns: np.ndarray
     ids: np.ndarray
     present: np.ndarray
     bounds: np.ndarray
     starts: np.ndarray
-    clear: np.ndarray
-    clear_starts: np.ndarray
     masks: np.ndarray
+    mask_starts: np.ndarray
 
     def ranges(self, parts: int) -> np.ndarray:
-        """Key ranges ``(lo, hi)`` covering every key, with near-equal numbers of codes."""
-        ends = self.bounds[1:]
-        cut = np.searchsorted(ends, np.linspace(0, self.ids.size, parts + 1)[1:-1])
-        inner = self.present[np.minimum(cut, self.present.size - 1)].astype(np.int64)
-        edges = np.unique(np.concatenate([[0], inner, [self.starts.size - 1]]))
+        """Ranges ``(lo, hi)`` of the nonempty keys, with near-equal numbers of codes each."""
+        cut = np.searchsorted(self.bounds, np.linspace(0, self.ids.size, parts + 1)[1:-1])
+        edges = np.unique(np.concatenate([[0], cut, [self.present.size]]))
         return np.stack([edges[:-1], edges[1:]], axis=1)
 
     def join(self, radius: int, earlier: np.ndarray, lo: int, hi: int) -> np.ndarray:
-        """Pairs from the buckets with keys ``lo .. hi - 1`` (`_mih_loops.join_block`)."""
+        """Pairs from the buckets ``present[lo:hi]`` (`_mih_loops.join_block`)."""
         pairs: np.ndarray = _loops.join_block(
             self.columns,
             self.ids,
             self.present,
             self.bounds,
             self.starts,
-            self.clear,
-            self.clear_starts,
             self.masks,
+            self.mask_starts,
             radius,
             earlier,
             lo,
@@ -244,16 +240,15 @@ class _Block:
         return pairs
 
     def link(self, radius: int, parent: np.ndarray, ranges: np.ndarray) -> None:
-        """Link the pairs of the key ranges into a forest (`_mih_loops.link_block`)."""
+        """Link the pairs of the ranges into a forest (`_mih_loops.link_block`)."""
         _loops.link_block(
             self.columns,
             self.ids,
             self.present,
             self.bounds,
             self.starts,
-            self.clear,
-            self.clear_starts,
             self.masks,
+            self.mask_starts,
             radius,
             parent,
             np.ascontiguousarray(ranges),
@@ -266,17 +261,13 @@ def _build(words: np.ndarray, lo: int, width: int, threshold: int) -> _Block:
     starts, order = _loops.bucket_order(keys, width)
     present = np.flatnonzero(starts[1:] != starts[:-1]).astype(np.uint64)
     bounds = np.append(starts[present.astype(np.int64)], words.shape[0])
-    # For each bit h, the nonempty keys with bit h clear: exactly those keys reach a larger key
-    # with a mask whose highest bit is h.
-    clear_lists = [
-        np.flatnonzero((present >> np.uint64(h)) & np.uint64(1) == 0)
-        for h in range(width if threshold > 0 else 0)
-    ]
-    clear_starts = np.cumsum([0, *(c.size for c in clear_lists)]).astype(np.int64)
-    clear = np.concatenate(clear_lists) if clear_lists else np.zeros(0, dtype=np.int64)
+    masks = _masks(width, threshold)[1:]  # nonzero, increasing: grouped by their highest bit
+    highest = np.zeros(masks.size, dtype=np.int64)
+    for h in range(1, width):
+        highest[masks >= np.uint64(1 << h)] = h
+    mask_starts = np.searchsorted(highest, np.arange(width + 1)).astype(np.int64)
     columns = np.ascontiguousarray(words.T)[:, order]
-    masks = _masks(width, threshold)
-    return _Block(columns, order, present, bounds, starts, clear, clear_starts, masks)
+    return _Block(columns, order, present, bounds, starts, masks, mask_starts)
 
 
 def _triangle_ranges(n: int, parts: int) -> np.ndarray:
