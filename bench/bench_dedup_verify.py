@@ -7,9 +7,10 @@ settings in one run: the old defaults (128 bits, estimated cosine 0.9, connected
 radius), and verified cosine 0.9. Records stage timings, removals, the largest cluster and the
 removed documents below the threshold against their kept one.
 
-    python bench/bench_dedup_verify.py [CORPUS] [--docs 100000]
+    python bench/bench_dedup_verify.py [CORPUS] [--docs 100000] [--settings 1 3]
 
-Writes ``bench/results/dedup_verify_cpu.json``.
+``--docs 0`` reads the whole corpus; ``--settings`` picks settings by number (0 to 4). Writes
+``bench/results/dedup_verify_cpu.json`` (``dedup_verify_cpu_<docs>.json`` for other sizes).
 """
 
 from __future__ import annotations
@@ -56,15 +57,19 @@ RESULTS = (
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("corpus", nargs="?", type=Path, default=DEFAULT_CORPUS)
-    parser.add_argument("--docs", type=int, default=100_000)
+    parser.add_argument("--docs", type=int, default=100_000, help="first lines read (0: all)")
+    parser.add_argument(
+        "--settings", type=int, nargs="+", default=list(range(len(SETTINGS))), help="by number"
+    )
     args = parser.parse_args()
-    lines = load_lines(args.corpus, args.docs)
+    lines = load_lines(args.corpus, args.docs or None)
+    chosen = [list(SETTINGS.items())[k] for k in args.settings]
     rows = []
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "corpus.txt"
         path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
         dedup_file(path, Path(folder) / "warmup", bits=64, device="cpu", max_distance=0)
-        for k, (name, options) in enumerate(SETTINGS.items()):
+        for k, (name, options) in enumerate(chosen):
             begin = time.perf_counter()
             result = dedup_file(path, Path(folder) / str(k), device="cpu", **options)
             seconds = time.perf_counter() - begin
@@ -92,7 +97,10 @@ def main() -> None:
             "removed_below_threshold",
         ],
     )
-    write_json("dedup_verify_cpu.json", {"docs": len(lines), "results": rows})
+    name = (
+        "dedup_verify_cpu.json" if args.docs == 100_000 else f"dedup_verify_cpu_{len(lines)}.json"
+    )
+    write_json(name, {"docs": len(lines), "results": rows})
 
 
 if __name__ == "__main__":
