@@ -587,13 +587,12 @@ def _write_kept(
             rows_read += len(batch)
             if rows_read > len(kept):
                 break
-            records = batch.records
-            writer.write([records[k] for k in np.flatnonzero(kept[rows])])
+            writer.write([batch.record(int(k)) for k in np.flatnonzero(kept[rows])])
             for k in np.flatnonzero(clusters.in_cluster[rows]):
                 ids[int(rows[k])] = batch.ids[k]
-            for k, row in enumerate(rows.tolist()):
+            for position, row in enumerate(rows.tolist()):
                 if row in wanted_rows:
-                    texts[row] = batch.texts[k]
+                    texts[row] = batch.texts[position]
             bar.update(len(batch))
     if rows_read != len(kept):
         raise InputError(
@@ -754,7 +753,7 @@ def _labels(values: list[Any], table: dict[Any, int], where: str) -> np.ndarray:
 
 def _record_value(path: Path, batch: Batch, k: int, field_name: str) -> Any:
     """Return a field of a record, or raise naming the row."""
-    record = batch.records[k]
+    record = batch.record(k)
     if field_name not in record:
         raise InputError(
             f"{path}, document {int(batch.rows[k])}: no field {field_name!r} "

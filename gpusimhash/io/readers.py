@@ -94,6 +94,18 @@ class DocumentBatch:
         """Return the number of documents."""
         return len(self.texts)
 
+    def record(self, k: int) -> dict[str, Any]:
+        """Return the whole record of document ``k`` of the batch.
+
+        Raises
+        ------
+        ValueError
+            The batch was read without its records (``records=False``).
+        """
+        if self.records is None:
+            raise ValueError("this batch was read without its records (records=False)")
+        return self.records[k]
+
 
 @dataclass(frozen=True)
 class FileState:

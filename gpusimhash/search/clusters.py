@@ -39,7 +39,7 @@ __all__ = [
 ]
 
 
-def cluster_labels(pairs, n: int) -> np.ndarray:
+def cluster_labels(pairs: Any, n: int) -> np.ndarray:
     """Label the connected components of the graph with `n` nodes and the given edges.
 
     Parameters
@@ -87,7 +87,9 @@ def cluster_labels(pairs, n: int) -> np.ndarray:
     return _renumber(labels)
 
 
-def cluster_near_duplicates(codes, *, max_distance=None, min_cosine=None) -> np.ndarray:
+def cluster_near_duplicates(
+    codes: np.ndarray, *, max_distance: int | None = None, min_cosine: float | None = None
+) -> np.ndarray:
     """Cluster codes by near-duplicate links without materializing any pair.
 
     Identical codes are one node of the graph, so a group of thousands of copies costs one node
@@ -149,7 +151,9 @@ def group_labels(groups: DuplicateGroups) -> np.ndarray:
     return _renumber(unique_labels[groups.inverse])
 
 
-def keep_one(labels, *, policy: str = "first", lengths=None, scores=None) -> np.ndarray:
+def keep_one(
+    labels: Any, *, policy: str = "first", lengths: Any = None, scores: Any = None
+) -> np.ndarray:
     """Choose one document per cluster.
 
     Parameters
@@ -388,14 +392,14 @@ class ClusterSummary:
     largest_cluster: int
     size_counts: dict[int, int]
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """JSON-safe form (sizes as string keys)."""
         data = asdict(self)
         data["size_counts"] = {str(k): v for k, v in self.size_counts.items()}
         return data
 
 
-def cluster_summary(labels) -> ClusterSummary:
+def cluster_summary(labels: Any) -> ClusterSummary:
     """Summarize cluster sizes and how many documents keeping one per cluster removes.
 
     Parameters
