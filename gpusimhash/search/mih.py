@@ -6,10 +6,12 @@ The bits are cut into ``m`` blocks of consecutive bits, and block ``i`` gets a t
 apart, the codes would be at least ``r + 1`` apart), so probing each block's buckets within its
 threshold finds every pair; a block with ``t_i = -1`` is not probed at all, and ``m = r + 1``
 blocks with ``t_i = 0`` is plain pigeonhole blocking. Each probed block counting-sorts the
-codes by key, so a bucket is a contiguous run of codes and a probe compares two runs; a pair
-is examined at most once per block (inside a bucket from its first code, across buckets from
-the smaller key) and kept only from the first probed block that qualifies, so every pair is
-emitted exactly once, with no deduplication pass.
+codes by key, so a bucket is a contiguous run of codes; for each bucket the codes of every
+larger bucket its probes reach are gathered into one contiguous run, and each code of the
+bucket is compared with the rest of its bucket and with that run in vectorized passes. A pair
+is thus examined at most once per block (inside a bucket from its first code, across buckets
+from the smaller key) and kept only from the first probed block that qualifies, so every pair
+is emitted exactly once, with no deduplication pass.
 
 The planner measures the data instead of assuming uniform codes: real SimHash codes have
 biased, correlated bits, so some buckets hold hundreds of codes and others none. It samples
@@ -20,8 +22,8 @@ threshold units where they cost least, for each block count, and a tiled brute f
 where it is cheaper (few codes, or codes crowded into a few buckets).
 
 In components mode (`join_roots`) pairs are not emitted but linked in a union-find forest, and
-a code already linked to a whole probed bucket skips it, so a dense cluster costs about one
-scan per bucket pair instead of one comparison per pair of codes.
+a code already linked to all of its candidates skips them, so a dense cluster costs about one
+scan per bucket instead of one comparison per pair of codes.
 """
 
 from __future__ import annotations
