@@ -14,7 +14,7 @@ at bit ``lo``; its key is those bits as an integer.
   when no block probed earlier qualifies, so each pair comes from exactly one block.
 * ``link_block``: the same probes in components mode: pairs are linked in a union-find forest
   instead of emitted, and codes already linked are skipped.
-* ``brute_pairs``, ``brute_link``: all pairs of a row range with every later row.
+* ``brute_link``: links all pairs of a row range with every later row (components mode).
 * ``merge_forest``, ``flatten_forest``: combine the forests of several threads; final roots.
 
 Every loop releases the GIL, so threads run disjoint ranges in parallel.
@@ -402,38 +402,10 @@ def flatten_forest(parent: np.ndarray) -> np.ndarray:  # pragma: no cover - comp
 
 
 @njit(cache=True, nogil=True)
-def brute_pairs(
-    columns: np.ndarray, radius: int, lo: int, hi: int
-) -> np.ndarray:  # pragma: no cover - compiled
-    """Every pair ``(i, j)``, ``lo <= i < hi``, ``i < j``, within ``radius``, sorted.
-
-    ``columns`` holds the codes word-major (``columns[w, i]``).
-    """
-    n = columns.shape[1]
-    out: np.ndarray = np.empty((1024, 2), dtype=np.int64)
-    count = 0
-    distance = np.empty(max(n, _SHORT), dtype=np.uint64)
-    for i in range(lo, hi):
-        _row_distances(columns, i, i + 1, n, distance)
-        for k in range(n - i - 1):
-            if distance[k] > radius:
-                continue
-            if count == out.shape[0]:
-                grown = np.empty((2 * count, 2), dtype=np.int64)
-                grown[:count] = out
-                out = grown
-            out[count, 0] = i
-            out[count, 1] = i + 1 + k
-            count += 1
-    found: np.ndarray = out[:count].copy()
-    return found
-
-
-@njit(cache=True, nogil=True)
 def brute_link(
     columns: np.ndarray, radius: int, parent: np.ndarray, lo: int, hi: int
 ) -> None:  # pragma: no cover - compiled
-    """Link every pair of ``brute_pairs`` into the forest ``parent``."""
+    """Link every pair within ``radius`` of a row in ``lo .. hi - 1`` and a later row."""
     n = columns.shape[1]
     distance = np.empty(max(n, _SHORT), dtype=np.uint64)
     for i in range(lo, hi):

@@ -18,8 +18,9 @@ biased, correlated bits, so some buckets hold hundreds of codes and others none.
 random pairs of distinct codes, counts how many differ in ``0, 1, 2, ...`` bits of each
 candidate block, and prices every block and threshold (building the table, probing it, and
 comparing the candidates those counts predict); a dynamic program spends the ``r + 1``
-threshold units where they cost least, for each block count, and a tiled brute force wins
-where it is cheaper (few codes, or codes crowded into a few buckets).
+threshold units where they cost least, for each block count, and brute force (FAISS's exhaustive
+range search) wins where it is cheaper (few codes, codes crowded into a few buckets, or radii
+so large that most blocks would have to be probed widely).
 
 In components mode (`join_roots`) pairs are not emitted but linked in a union-find forest, and
 a code already linked to all of its candidates skips them, so a dense cluster costs about one
@@ -36,8 +37,10 @@ from functools import partial
 from itertools import combinations
 from typing import TypeVar
 
+import faiss
 import numpy as np
 
+from gpusimhash import _segments
 from gpusimhash._cpu import _mih_loops as _loops
 from gpusimhash.search._join import keys_to_pairs, threads
 
@@ -50,6 +53,7 @@ _PROBE_COST = 7e-9  # per bucket probed
 _BUILD_COST = 15e-9  # per code per probed block: key, counting sort, gathers
 _TABLE_COST = 15e-9  # per bucket of a block's table: counts, starts, nonempty keys
 _BRUTE_ALWAYS = 1 << 16  # pairs below which brute force runs without measuring the data
+_BRUTE_QUERIES = 4096  # codes per FAISS range search in the brute force
 _MAX_WIDTH = 22  # widest probed block: its table has 2**22 + 1 bucket starts
 _MAX_MASKS = 1 << 16  # most key differences probed per code and block
 _SAMPLE_PAIRS = 1 << 17  # random pairs measured by the planner
@@ -337,11 +341,7 @@ def join_pairs(
     if n < 2:
         pass
     elif chosen.method == "brute":
-        columns = np.ascontiguousarray(words.T)
-        ranges = _triangle_ranges(n, workers * _CHUNKS_PER_THREAD).tolist()
-        parts = _run(
-            [partial(_loops.brute_pairs, columns, radius, lo, hi) for lo, hi in ranges], workers
-        )
+        parts = _brute_force_pairs(words, bits, radius)
     else:
         for i, (lo, width, threshold) in enumerate(chosen.blocks):
             block = _build(words, lo, width, threshold)
@@ -351,6 +351,26 @@ def join_pairs(
             parts.extend(_run(tasks, workers))
     found = np.concatenate([np.zeros((0, 2), dtype=np.int64), *parts])
     return keys_to_pairs(np.sort(found[:, 0] * n + found[:, 1]), n)
+
+
+def _brute_force_pairs(words: np.ndarray, bits: int, radius: int) -> list[np.ndarray]:
+    """Every pair within ``radius`` by FAISS's exhaustive range search, queries in chunks.
+
+    FAISS's popcount loops are about ten times faster here than a compiled all-pairs loop
+    (2.4 s against 23 s for 92,104 distinct 256-bit codes at radius 68, 2 cores), and the
+    chunks bound the memory of its result lists by the pairs of ``_BRUTE_QUERIES`` codes.
+    """
+    codes = np.ascontiguousarray(np.ascontiguousarray(words).view(np.uint8)[:, : bits // 8])
+    index = faiss.IndexBinaryFlat(bits)
+    index.add(codes)
+    parts = []
+    for lo in range(0, codes.shape[0], _BRUTE_QUERIES):
+        # strict bound: distances below radius + 1
+        lims, _, labels = index.range_search(codes[lo : lo + _BRUTE_QUERIES], radius + 1)
+        query = lo + _segments.segment_of(np.diff(lims.astype(np.int64)))
+        later = labels > query
+        parts.append(np.stack([query[later], labels[later].astype(np.int64)], axis=1))
+    return parts
 
 
 def _checked(chosen: Plan | None, bits: int, radius: int) -> Plan | None:
