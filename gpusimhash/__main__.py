@@ -11,6 +11,9 @@ def run() -> None:
     line; once the command has finished, a late Ctrl-C cannot change its exit code.
     """
     try:
+        from gpusimhash import _interrupts
+
+        _interrupts.install()
         from gpusimhash.cli import interrupted, main
 
         try:

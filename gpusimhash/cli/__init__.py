@@ -18,7 +18,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from gpusimhash import __version__
+from gpusimhash import __version__, _interrupts
 from gpusimhash.cli.compare import add_compare_command
 from gpusimhash.cli.dedup import add_dedup_command
 from gpusimhash.cli.index import add_index_commands
@@ -118,7 +118,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return interrupted()
     except Exception as error:
-        if _caused_by_interrupt(error):
+        if _caused_by_interrupt(error) or _interrupts.seen():
             return interrupted()
         if not isinstance(error, USER_ERRORS) or os.environ.get("GPUSIMHASH_TRACEBACK"):
             raise

@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from gpusimhash import _interrupts
 from gpusimhash.cli import dedup as dedup_command
 from gpusimhash.cli import main
 from gpusimhash.dedup import pipeline
@@ -178,3 +179,16 @@ def test_errors_name_the_output_folder_not_the_staging_one(tmp_path, capsys):
     error = capsys.readouterr().err
     assert f"{out}/kept.parquet: records do not fit the Parquet columns (field 'id'" in error
     assert ".staging" not in error
+
+
+def test_an_import_error_after_a_ctrl_c_is_reported_as_the_interrupt(monkeypatch, capsys):
+    # NumPy turns a Ctrl-C during its import into an ImportError without the interrupt in its
+    # chain: the recorded signal decides
+    def numpy_interrupted(args):
+        raise ImportError("IMPORTANT: PLEASE READ THIS FOR ADVICE ON HOW TO SOLVE THIS ISSUE!")
+
+    monkeypatch.setattr(dedup_command, "run_dedup", numpy_interrupted)
+    assert main(["dedup", "x.jsonl"]) == 1  # no Ctrl-C: an ordinary error
+    monkeypatch.setattr(_interrupts, "_seen", True)
+    assert main(["dedup", "x.jsonl"]) == 130
+    assert capsys.readouterr().err.splitlines()[-1] == "gpusimhash: interrupted"
