@@ -3,7 +3,7 @@ import itertools
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from gpusimhash import fingerprint
@@ -57,6 +57,8 @@ def test_scaling_weights_by_a_positive_constant_changes_nothing(vectors, bits, c
 )
 def test_scaling_float_weights_by_a_power_of_two_changes_nothing(vector, exponent):
     scaled = {f: float(np.ldexp(w, exponent)) for f, w in vector.items()}
+    # a subnormal weight scaled down loses bits (5e-324 / 2 is 0): then it is another vector
+    assume(all(np.ldexp(scaled[f], -exponent) == w for f, w in vector.items()))
     np.testing.assert_array_equal(
         fingerprint([scaled], bits=128, device="cpu"), fingerprint([vector], bits=128, device="cpu")
     )
