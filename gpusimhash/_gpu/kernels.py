@@ -33,6 +33,7 @@ KERNELS = {
         for words in CODE_WORDS
     ),
     "knn.cu": tuple(f"knn_topk<{words}>" for words in CODE_WORDS),
+    "verify.cu": ("verify_pairs<unsigned int>", "verify_pairs<unsigned long long>"),
 }
 COMMON_HEADER = "common.cuh"
 # fmad=false: no multiply-add contraction anywhere, so device float math is plain IEEE.

@@ -46,6 +46,7 @@ inline dim3 gridDim;
 #define __forceinline__ inline
 #define __shared__ static
 #define __align__(n) alignas(n)
+#define __launch_bounds__(...)
 // kernels/common.cuh: use the emulator's dynamic shared memory, not an extern __shared__ array
 #define GSH_EMULATED 1
 

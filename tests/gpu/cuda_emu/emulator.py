@@ -2,7 +2,8 @@
 
 ``build(folder)`` compiles ``glue.cpp`` (which includes ``cuda_emu.h``, ``kernels/common.cuh``
 and every ``kernels/*.cu``) into a shared library; ``EmulatedLauncher`` is a launcher for
-``gpusimhash._gpu.Engine`` and ``gpusimhash._gpu.join.DeviceJoin`` with ``xp = numpy``: it maps
+``gpusimhash._gpu.Engine``, ``gpusimhash._gpu.join.DeviceJoin`` and
+``gpusimhash._gpu.verify.Verifier`` with ``xp = numpy``: it maps
 kernel names to the library's entry points and runs each launch on a small grid, so grid-stride
 loops and block boundaries are exercised.
 """
@@ -35,6 +36,8 @@ ENTRY_POINTS = {
     "text_span_states": "emu_text_span_states",
     "text_decode_utf8": "emu_text_decode_utf8",
     "text_word_states": "emu_text_word_states",
+    "verify_pairs<unsigned int>": "emu_verify_pairs_uint32",
+    "verify_pairs<unsigned long long>": "emu_verify_pairs_uint64",
 }
 # the join and kNN kernels, whose entry points take the dynamic shared memory size as well
 SHARED_MEMORY_KERNELS = {

@@ -8,6 +8,7 @@
 #include "text.cu"
 #include "join.cu"
 #include "knn.cu"
+#include "verify.cu"
 
 #define EMU_LAUNCH(grid, block, call) cuda_emu::launch(grid, block, [&] { call; })
 #define EMU_LAUNCH_SHARED(grid, block, shared, call) \
@@ -136,4 +137,18 @@ EMU_JOIN(1)
 EMU_JOIN(2)
 EMU_JOIN(4)
 EMU_JOIN(8)
+
+#define EMU_VERIFY(NAME, STATE)                                                                 \
+    void emu_verify_pairs_##NAME(unsigned grid, unsigned block, const STATE* states,           \
+                                 const long long* offsets, const double* weights,              \
+                                 const long long* exponents, const double* squared_norms,      \
+                                 const long long* left, const long long* right,                \
+                                 long long n_pairs, double* cosine, double* jaccard,           \
+                                 double* weighted) {                                           \
+        EMU_LAUNCH(grid, block,                                                                 \
+                   verify_pairs<STATE>(states, offsets, weights, exponents, squared_norms,      \
+                                       left, right, n_pairs, cosine, jaccard, weighted));       \
+    }
+EMU_VERIFY(uint32, unsigned int)
+EMU_VERIFY(uint64, unsigned long long)
 }
