@@ -3,16 +3,22 @@ r"""Newline-delimited text files read as bytes: batches of `Utf8Texts`, no strin
 The documents are the lines ``read_batches(path, format="text")`` yields (line endings and a
 leading byte order mark dropped, ``.gz`` decompressed), but they stay UTF-8 bytes: a file is read
 in large blocks and split on ``\n`` with whole-array operations. ``fingerprint`` (CPU or GPU)
-takes the batches as they are; bytes that are not valid UTF-8 raise there, naming the document
-(its row, from 0).
+takes the batches as they are. The same problems are refused as by ``read_batches``, with the
+same one-line `InputError` naming file and line: invalid UTF-8, a line longer than
+``readers.MAX_LINE_BYTES`` (in bounded memory: an endless stream without a newline stops there),
+corrupt or empty compressed data.
 """
 
 from __future__ import annotations
 
-import gzip
+import codecs
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
+
+from gpusimhash.io import readers
 from gpusimhash.io.readers import InputError, _open_binary, detect_format
 from gpusimhash.utf8 import Utf8Texts
 
@@ -23,6 +29,10 @@ def read_line_batches(
     path: str | Path, *, batch_size: int = 10_000, block_bytes: int = BLOCK_BYTES
 ) -> Iterator[Utf8Texts]:
     r"""Yield the lines of a text file as `Utf8Texts` batches of at most ``batch_size``.
+
+    The lines are checked as ``read_batches`` checks them: valid UTF-8, and at most
+    ``readers.MAX_LINE_BYTES`` bytes each (a stream without a newline, such as ``/dev/full``,
+    is refused once its first line passes the limit, in bounded memory).
 
     Parameters
     ----------
@@ -41,7 +51,12 @@ def read_line_batches(
     Raises
     ------
     InputError
-        The file cannot be read (the message names it).
+        The file cannot be read, its compressed data is corrupt (a 0-byte ``.gz`` included), a
+        line is longer than the limit or not valid UTF-8; the message names the file and line.
+    FileNotFoundError, PermissionError, IsADirectoryError
+        The file cannot be opened.
+    ValueError
+        A batch size or block size below 1.
 
     Examples
     --------
@@ -51,26 +66,53 @@ def read_line_batches(
     >>> [batch.to_strings() for batch in read_line_batches(path, batch_size=2)]
     [['one', 'two'], ['three']]
     """
+    if batch_size < 1 or block_bytes < 1:
+        raise ValueError(
+            f"batch_size and block_bytes must be at least 1, got {batch_size} and {block_bytes}"
+        )
     path = Path(path)
+    lines = 0  # lines read whole so far
     carry = b""
-    first = True
-    try:
-        with _open_binary(path) as stream:
-            while True:
+    with _open_binary(path) as stream:
+        while True:
+            try:
                 block = stream.read(block_bytes)
-                data = carry + block
-                if not block:  # the end: a last line without its newline
-                    if data:
-                        yield from _batches(Utf8Texts.from_lines(data, strip_bom=first), batch_size)
-                    return
-                cut = data.rfind(b"\n") + 1
-                carry = data[cut:]
-                if cut:
-                    texts = Utf8Texts.from_lines(memoryview(data)[:cut], strip_bom=first)
-                    first = False
-                    yield from _batches(texts, batch_size)
-    except (OSError, EOFError, gzip.BadGzipFile) as error:
-        raise InputError(f"{path}: cannot read ({error})") from None
+            except (OSError, EOFError, zlib.error) as error:
+                raise InputError(f"{path}, line {lines + 1}: cannot read ({error})") from None
+            data = carry + block if carry else block
+            cut = data.rfind(b"\n") + 1 if block else len(data)  # no block: the last line
+            carry = data[cut:]
+            if len(carry) > readers.MAX_LINE_BYTES:
+                raise _too_long(path, lines + 1)
+            if cut:
+                texts = _checked_lines(memoryview(data)[:cut], path, lines)
+                yield from _batches(texts, batch_size)
+                lines += len(texts)
+            if not block:
+                return
+
+
+def _checked_lines(chunk: memoryview, path: Path, lines_before: int) -> Utf8Texts:
+    """Split whole lines into documents; refuse invalid UTF-8 and over-long lines by line."""
+    try:
+        codecs.utf_8_decode(chunk, "strict", True)
+    except UnicodeDecodeError as error:
+        line = lines_before + chunk[: error.start].tobytes().count(b"\n") + 1
+        raise InputError(f"{path}, line {line}: not valid UTF-8 ({error.reason})") from None
+    texts = Utf8Texts.from_lines(chunk, strip_bom=lines_before == 0)
+    # a line's bytes, its newline included (trailing carriage returns are not counted)
+    too_long = np.flatnonzero(np.diff(texts.offsets) >= readers.MAX_LINE_BYTES)
+    if too_long.size:
+        raise _too_long(path, lines_before + int(too_long[0]) + 1)
+    return texts
+
+
+def _too_long(path: Path, line: int) -> InputError:
+    """Return the error for a line over the limit (the message `read_batches` gives)."""
+    return InputError(
+        f"{path}, line {line}: longer than {readers.MAX_LINE_BYTES:,} bytes "
+        "(not a line-based file?)"
+    )
 
 
 def plain_text_batches(

@@ -104,14 +104,13 @@ class RecordWriter:
         ----------
         records : list of dict
             JSON-serializable values (others are written with ``str``) for JSONL; for Parquet,
-            the fields of the first batch (every record's, in first-seen order) are the columns,
-            missing fields are null, and later batches must fit those columns.
+            every field seen in any record is a column (in first-seen order), null where a
+            record lacks it: a field first seen in a later batch widens the file written so far.
 
         Raises
         ------
         ValueError
-            A field whose values do not fit one Parquet column (for example ints and strings),
-            or a field first seen after the first batch (Parquet output).
+            A field whose values do not fit one Parquet column (for example ints and strings).
         """
         if not records:
             return
@@ -123,34 +122,59 @@ class RecordWriter:
         self.count += len(records)
 
     def _write_parquet(self, records: list[dict[str, Any]]) -> None:
-        """Append records as one Parquet row group; columns are every field of the first batch."""
+        """Append records as one Parquet row group, widening the columns when they must grow."""
         import pyarrow as pa
 
-        names = list(dict.fromkeys(key for record in records for key in record))
-        schema = self._parquet.schema if self._parquet is not None else None
-        if schema is not None:
-            late = [name for name in names if name not in schema.names]
-            if late:
-                raise ValueError(
-                    f"{self.path}: field {late[0]!r} first appears after the first batch of "
-                    "records, whose fields are the Parquet columns (write JSONL instead)"
-                )
-            names = schema.names
+        schema = self._parquet.schema if self._parquet is not None else pa.schema([])
+        names = list(dict.fromkeys([*schema.names, *(k for r in records for k in r)]))
         columns = {}
         for name in names:
             values = [record.get(name) for record in records]
-            kind = schema.field(name).type if schema is not None else None
-            try:
-                columns[name] = pa.array(values, type=kind)
+            known = schema.field(name).type if name in schema.names else pa.null()
+            try:  # a column that held only nulls so far takes the type of its first values
+                columns[name] = pa.array(values, type=None if known == pa.null() else known)
             except (pa.ArrowException, TypeError, ValueError) as error:
                 raise ValueError(
                     f"{self.path}: records do not fit the Parquet columns (field {name!r}: "
                     f"{error}); write JSONL instead"
                 ) from None
-        table = pa.table(columns, schema=schema)
+        table = pa.table(columns)
         if self._parquet is None:
             self._parquet = self._pq.ParquetWriter(self._raw, table.schema)
+        elif table.schema != schema:
+            self._widen(table.schema)
         self._parquet.write_table(table)
+
+    def _widen(self, schema: Any) -> None:
+        """Rewrite the row groups written so far under a schema with more or typed columns.
+
+        A field first seen after the first batch adds a column (null in the earlier rows), as a
+        column of nulls takes the type of its first values: the written rows are copied, one row
+        group at a time, into a new temporary file.
+        """
+        import pyarrow as pa
+
+        self._parquet.close()
+        self._raw.close()
+        handle, temporary = temporary_beside(self.path)
+        try:
+            raw: IO[bytes] = os.fdopen(handle, "wb")
+            writer = self._pq.ParquetWriter(raw, schema)
+            with self._pq.ParquetFile(self._temp) as written:
+                for group in range(written.num_row_groups):
+                    old = written.read_row_group(group)
+                    arrays = [
+                        old.column(f.name).cast(f.type)
+                        if f.name in old.column_names
+                        else pa.nulls(old.num_rows, f.type)
+                        for f in schema
+                    ]
+                    writer.write_table(pa.Table.from_arrays(arrays, schema=schema))
+        except BaseException:
+            temporary.unlink(missing_ok=True)
+            raise
+        self._temp.unlink(missing_ok=True)
+        self._raw, self._stream, self._temp, self._parquet = raw, raw, temporary, writer
 
     def close(self) -> None:
         """Finish the file and move it into place (on any failure, drop it)."""

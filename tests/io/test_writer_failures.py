@@ -21,13 +21,34 @@ def test_parquet_keeps_fields_first_seen_after_row_0(tmp_path):
     ]
 
 
+def test_parquet_keeps_fields_first_seen_in_a_later_batch(tmp_path):
+    path = tmp_path / "kept.parquet"
+    with RecordWriter(path) as writer:
+        writer.write([{"id": 1, "note": None}, {"id": 2, "note": None}])
+        writer.write([{"id": 3, "url": "u", "note": None}])
+        writer.write([{"id": 4, "note": "typed at last"}])
+        writer.write([{"id": 5, "score": 0.5}])
+    table = pq.read_table(path)
+    assert table.column_names == ["id", "note", "url", "score"]
+    assert str(table.schema.field("note").type) == "string"
+    assert table.to_pylist() == [
+        {"id": 1, "note": None, "url": None, "score": None},
+        {"id": 2, "note": None, "url": None, "score": None},
+        {"id": 3, "note": None, "url": "u", "score": None},
+        {"id": 4, "note": "typed at last", "url": None, "score": None},
+        {"id": 5, "note": None, "url": None, "score": 0.5},
+    ]
+    assert sorted(os.listdir(tmp_path)) == ["kept.parquet"]
+
+
 def test_parquet_refuses_a_field_it_cannot_store(tmp_path):
     path = tmp_path / "kept.parquet"
     writer = RecordWriter(path)
     writer.write([{"id": 1}])
-    with pytest.raises(ValueError, match="field 'url' first appears after the first batch"):
-        writer.write([{"id": 2, "url": "u"}])
+    with pytest.raises(ValueError, match=r"do not fit the Parquet columns \(field 'id'"):
+        writer.write([{"id": "x"}])
     writer.abort()
+    assert os.listdir(tmp_path) == []
     writer = RecordWriter(path)
     with pytest.raises(ValueError, match=r"do not fit the Parquet columns \(field 'id'"):
         writer.write([{"id": 1, "text": "a"}, {"id": "x", "text": "b"}])
