@@ -9,7 +9,6 @@ from typing import Any
 
 from gpusimhash._choices import CLUSTERINGS, OUTPUT_FORMATS, POLICIES
 from gpusimhash.cli import options
-from gpusimhash.cli.options import UserError
 
 DEFAULT_REPORT_DIR = "gpusimhash-report"
 # chosen by measurement (bench/bench_quality.py, README): with verification, 256 bits need far
@@ -143,10 +142,10 @@ def run_dedup(args: argparse.Namespace) -> int:
     else:
         path = options.check_readable(args.input)
     if args.keep == "score" and not args.score_field:
-        raise UserError("--keep score needs --score-field FIELD")
+        raise options.UsageError("--keep score needs --score-field FIELD")
     similarity = args.min_cosine is not None or args.min_jaccard is not None
     if not args.verify and args.max_distance is not None and similarity:
-        raise UserError(
+        raise options.UsageError(
             "with --no-verify, give one of --max-distance, --min-cosine and --min-jaccard"
         )
     out = options.prepare_folder(args.out)

@@ -1,11 +1,14 @@
-"""The ``gpusimhash index`` commands: build, add to, query and describe a SimHashIndex on disk.
+"""The ``gpusimhash index`` commands: build, add to, remove from, query and describe an index.
 
-An index folder is what ``SimHashIndex.save`` writes (FAISS's binary index, tombstones and a
-checksummed manifest with bits, seed and the featurizer). ``build`` and ``add`` hold the folder's
-writer lock from start to end, so concurrent ones run one after the other; ``query`` and
-``stats`` never wait for them and load the index as it was before or after. Ids are int64: ``--id-field`` values
-must be integers (or integer strings, as CSV gives); without it, ``build`` numbers documents by
-row and ``add`` continues after the largest id stored.
+An index folder is what ``SimHashIndex.save`` writes (FAISS's binary index, tombstones, string
+ids and a checksummed manifest with bits, seed and the featurizer). ``build``, ``add`` and
+``remove`` hold the folder's writer lock from start to end, so concurrent ones run one after the
+other; ``query`` and ``stats`` never wait for them and load the index as it was before or after.
+
+Ids: ``--id-field`` values that are all integers (or integer strings, as CSV gives) in the first
+batch built make an index of int64 ids; any other string makes an index of string ids, where
+every value is kept as a string. Without ``--id-field``, ``build`` numbers documents by row and
+``add`` continues after the largest id stored (int64 ids only).
 """
 
 from __future__ import annotations
@@ -17,7 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 from gpusimhash._choices import FORMATS, KINDS
 from gpusimhash.cli import options
-from gpusimhash.cli.options import UserError
+from gpusimhash.cli.options import UsageError, UserError
+
+DEFAULT_K = 10
 
 if TYPE_CHECKING:
     import numpy as np
@@ -27,7 +32,7 @@ if TYPE_CHECKING:
 
 
 def add_index_commands(commands: Any) -> None:
-    """Register ``index build|add|query|stats`` on the CLI's subparsers.
+    """Register ``index build|add|remove|query|stats`` on the CLI's subparsers.
 
     Parameters
     ----------
@@ -68,16 +73,42 @@ def add_index_commands(commands: Any) -> None:
     options.common(add)
     add.set_defaults(handler=run_add)
 
+    remove = actions.add_parser(
+        "remove",
+        help="remove entries from an index by id",
+        formatter_class=fmt,
+        description="Remove entries by id (unknown ids are counted, not an error); saved again "
+        "atomically.",
+    )
+    remove.add_argument("index", help="index folder")
+    remove.add_argument("ids", nargs="*", metavar="ID", help="ids to remove")
+    remove.add_argument("--file", help="text file with one id per line")
+    options.common(remove)
+    remove.set_defaults(handler=run_remove)
+
     query = actions.add_parser(
         "query",
-        help="search an index with texts",
+        help="search an index with texts or stored entries",
         formatter_class=fmt,
-        description="Nearest neighbours (-k) or every entry within a threshold, per query text.",
+        description="Nearest neighbours (-k) or every entry within a threshold (the nearest -k "
+        "of them when -k is given), per query text or stored id.",
     )
     query.add_argument("index", help="index folder")
     query.add_argument("texts", nargs="*", metavar="TEXT", help="query texts")
     query.add_argument("--file", help="read query texts from a file (any input format)")
-    query.add_argument("-k", type=options.positive_k, default=10, help="neighbours per query")
+    query.add_argument(
+        "--id",
+        action="append",
+        default=[],
+        dest="query_ids",
+        metavar="ID",
+        help="query with a stored entry's code (repeatable)",
+    )
+    query.add_argument(
+        "-k",
+        type=options.positive_k,
+        help=f"neighbours per query (default: {DEFAULT_K}; with a threshold: all within it)",
+    )
     options.threshold_options(query)
     query.add_argument("--format", choices=FORMATS, help="format of --file")
     query.add_argument("--text-field", default="text", help="text field of --file")
@@ -95,24 +126,36 @@ def add_index_commands(commands: Any) -> None:
     stats.set_defaults(handler=run_stats)
 
 
-def _integer_ids(ids: list[Any], path: Path, rows: np.ndarray, field: str) -> np.ndarray:
-    """Convert id values to int64, or raise naming the document."""
-    import numpy as np
+def _integer(value: Any) -> int | None:
+    """Return an id value as an int, or None if it is no integer (nor an integer string)."""
+    if isinstance(value, bool | float) or not isinstance(value, int | str):
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        return None
 
-    from gpusimhash.io.readers import InputError
 
-    out = np.empty(len(ids), dtype=np.int64)
-    for k, value in enumerate(ids):
-        try:
-            if isinstance(value, bool | float):
-                raise TypeError(value)
-            out[k] = int(value)
-        except (TypeError, ValueError, OverflowError):
-            raise InputError(
-                f"{path}, document {int(rows[k])}: index ids must be integers, "
-                f"field {field!r} has {value!r}"
-            ) from None
-    return out
+def _batch_ids(index: SimHashIndex, batch: DocumentBatch, path: Path, field: str) -> list[Any]:
+    """Return a batch's ids for this index: integers, or strings for an index of string ids."""
+    values = list(batch.ids)
+    for k, value in enumerate(values):
+        if isinstance(value, bool) or not isinstance(value, int | str):
+            raise UserError(
+                f"{path}, document {int(batch.rows[k])}: field {field!r} has {value!r}, "
+                "expected a string or an integer id"
+            )
+    as_int = [_integer(value) for value in values]
+    empty = len(index) == 0 and index.n_tombstones == 0
+    if index.id_type == "key" or (empty and None in as_int):
+        return [str(value) for value in values]
+    for k, number in enumerate(as_int):
+        if number is None:
+            raise UserError(
+                f"{path}, document {int(batch.rows[k])}: this index has integer ids, field "
+                f"{field!r} has {values[k]!r}"
+            )
+    return as_int
 
 
 def _fill(index: SimHashIndex, args: argparse.Namespace, path: Path, *, first_build: bool) -> int:
@@ -144,8 +187,11 @@ def _fill(index: SimHashIndex, args: argparse.Namespace, path: Path, *, first_bu
                 device=args.device,
                 featurizer=index.featurizer,
             )
+            ids: Any
             if args.id_field is not None:
-                ids = _integer_ids(batch.ids, path, batch.rows, args.id_field)
+                ids = _batch_ids(index, batch, path, args.id_field)
+            elif index.id_type == "key":
+                raise UserError(f"{path}: this index has string ids: give --id-field")
             elif first_build:
                 ids = batch.rows
             else:
@@ -168,6 +214,7 @@ def _description(index: SimHashIndex, folder: Path) -> dict[str, Any]:
         "index": str(folder),
         "entries": len(index),
         "tombstones": index.n_tombstones,
+        "id_type": index.id_type,
         "bits": index.bits,
         "seed": index.seed,
         "kind": index.kind,
@@ -226,8 +273,23 @@ def _load(folder: Path, *, mmap: bool = False) -> SimHashIndex:
     return SimHashIndex.load(folder, mmap=mmap)
 
 
-def _query_texts(args: argparse.Namespace) -> list[str]:
-    """Collect query texts from the command line and --file."""
+def _command_line_ids(index: SimHashIndex, values: list[str]) -> list[Any]:
+    """Ids typed on the command line, as this index stores them."""
+    if index.id_type == "key":
+        stored = set(index.ids().tolist())
+        # an index built in Python may mix int keys with strings: "7" finds 7 when no "7"
+        return [v if v in stored or _integer(v) not in stored else _integer(v) for v in values]
+    numbers = [_integer(v) for v in values]
+    bad = [v for v, n in zip(values, numbers, strict=True) if n is None]
+    if bad:
+        raise UsageError(f"this index has integer ids, got {bad[0]!r}")
+    return numbers
+
+
+def _queries(args: argparse.Namespace, index: SimHashIndex) -> tuple[list[Any], Any]:
+    """Query labels (texts, ``id:...``) and what to search with (texts, or codes for --id)."""
+    import numpy as np
+
     from gpusimhash.io.readers import read_batches
 
     texts = list(args.texts)
@@ -235,56 +297,92 @@ def _query_texts(args: argparse.Namespace) -> list[str]:
         path = options.check_readable(args.file)
         for batch in read_batches(path, format=args.format, text_field=args.text_field):
             texts.extend(batch.texts)
-    if not texts:
-        raise UserError("give query texts, or --file with one query per document")
-    return texts
+    codes = [index.to_codes(texts)]
+    if args.query_ids:
+        ids = _command_line_ids(index, args.query_ids)
+        try:
+            codes.append(index.codes_of(ids))
+        except KeyError as error:
+            raise UserError(f"{args.index}: {error.args[0]}") from None
+    return [*texts, *({"id": i} for i in ids)] if args.query_ids else texts, np.concatenate(codes)
+
+
+def _hits(args: argparse.Namespace, index: SimHashIndex, codes: np.ndarray) -> list[Any]:
+    """Each query's hits (ids, distances, estimated cosines), nearest first."""
+    if args.max_distance is None and args.min_cosine is None:
+        # no more neighbours than entries: the rest would be padding
+        k = min(args.k or DEFAULT_K, max(len(index), 1))
+        nearest = index.search(codes, k=k)
+        return [nearest.query(q) for q in range(nearest.n_queries)]
+    within = index.range_search(codes, max_distance=args.max_distance, min_cosine=args.min_cosine)
+    hits = [within.query(q) for q in range(within.n_queries)]
+    if args.k is not None:  # the k nearest within the threshold
+        hits = [type(h)(*(field[: args.k] for field in h)) for h in hits]
+    return hits
+
+
+def _plain(value: Any) -> Any:
+    """Return a NumPy scalar id as a JSON-ready Python value."""
+    return value.item() if hasattr(value, "item") else value
 
 
 def run_query(args: argparse.Namespace) -> int:
     """Run ``gpusimhash index query``."""
+    if not (args.texts or args.file or args.query_ids):
+        raise UsageError("give query texts, --file with one query per document, or --id")
     index = _load(Path(args.index), mmap=True)
-    texts = _query_texts(args)
-    threshold = args.max_distance is not None or args.min_cosine is not None
-    if threshold:
-        within = index.range_search(
-            texts, max_distance=args.max_distance, min_cosine=args.min_cosine
+    labels, codes = _queries(args, index)
+    results: list[dict[str, Any]] = []
+    for label, hits in zip(labels, _hits(args, index, codes), strict=True):
+        entry: dict[str, Any] = (
+            {"query_id": label["id"]} if isinstance(label, dict) else {"query": label}
         )
-        groups = [
-            (within.ids[a:b], within.distances[a:b], within.cosines[a:b])
-            for a, b in zip(within.lims[:-1], within.lims[1:], strict=True)
+        entry["results"] = [
+            {"id": _plain(i), "distance": int(d), "estimated_cosine": round(float(c), 6)}
+            for i, d, c in zip(*hits, strict=True)
         ]
-    else:
-        # no more neighbours than entries: the rest would be -1 padding, dropped below
-        nearest = index.search(texts, k=min(args.k, max(len(index), 1)))
-        groups = [
-            (ids[ids >= 0], distances[ids >= 0], cosines[ids >= 0])
-            for ids, distances, cosines in zip(
-                nearest.ids, nearest.distances, nearest.cosines, strict=True
-            )
-        ]
-    results: list[dict[str, Any]] = [
-        {
-            "query": text,
-            "results": [
-                {"id": int(i), "distance": int(d), "estimated_cosine": round(float(c), 6)}
-                for i, d, c in zip(ids, distances, cosines, strict=True)
-            ],
-        }
-        for text, (ids, distances, cosines) in zip(texts, groups, strict=True)
-    ]
+        results.append(entry)
     if args.json:
         options.emit(args, {"index": args.index, "queries": results}, {})
     elif not args.quiet:
         for n, result in enumerate(results):
-            shown = result["query"] if len(result["query"]) <= 60 else result["query"][:57] + "..."
+            if "query_id" in result:
+                shown = f"id {result['query_id']}"
+            else:
+                text = result["query"]
+                shown = text if len(text) <= 60 else text[:57] + "..."
             print(("\n" if n else "") + f"query {n}: {shown}")
             if not result["results"]:
                 print("  (no match)")
             for hit in result["results"]:
                 print(
-                    f"  id {hit['id']:>10}  distance {hit['distance']:>4}  "
+                    f"  id {hit['id']!s:>10}  distance {hit['distance']:>4}  "
                     f"estimated cosine {hit['estimated_cosine']:.4f}"
                 )
+    return 0
+
+
+def run_remove(args: argparse.Namespace) -> int:
+    """Run ``gpusimhash index remove``."""
+    from gpusimhash.io.bundle import writing
+
+    values = list(args.ids)
+    if args.file:
+        path = options.check_readable(args.file)
+        values += [line.strip() for line in path.read_text(encoding="utf-8").splitlines()]
+        values = [v for v in values if v]
+    if not values:
+        raise UsageError("give ids to remove, or --file with one id per line")
+    folder = Path(args.index)
+    if not folder.is_dir():
+        raise UserError(f"cannot remove from {folder}: no such index folder")
+    with writing(folder):  # load, remove, save: a concurrent add or remove waits
+        index = _load(folder)
+        removed = index.remove(_command_line_ids(index, values))
+        index.save(folder)
+    summary = {"removed": removed, "not_found": len(set(values)) - removed}
+    summary.update(_description(index, folder))
+    options.emit(args, summary, {f"gpusimhash index remove: {folder}": summary})
     return 0
 
 

@@ -21,11 +21,14 @@ if TYPE_CHECKING:
     from gpusimhash.text import TextFeaturizer
 
 DEFAULT_BITS = 128
-DEFAULT_MIN_COSINE = 0.9
 
 
 class UserError(Exception):
-    """A problem the person running the command can fix; printed as one line."""
+    """A problem the person running the command can fix; printed as one line, exit 1."""
+
+
+class UsageError(UserError):
+    """A bad command line that argparse cannot see (options that do not go together); exit 2."""
 
 
 # ---------------------------------------------------------------- argument types
@@ -112,8 +115,10 @@ def device_option(parser: Any) -> None:
     )
 
 
-def hashing_options(parser: argparse.ArgumentParser) -> None:
-    """Add the options that say how to fingerprint text."""
+def hashing_options(
+    parser: argparse.ArgumentParser, *, weightings: tuple[str, ...] = WEIGHTINGS
+) -> None:
+    """Add the options that say how to fingerprint text (``weightings``: those offered)."""
     group = parser.add_argument_group("fingerprints")
     group.add_argument("--bits", type=bits, default=DEFAULT_BITS, help="fingerprint length")
     group.add_argument("--seed", type=seed, default=0, help="hash seed in [0, 2**32)")
@@ -122,23 +127,21 @@ def hashing_options(parser: argparse.ArgumentParser) -> None:
         "--analyzer", choices=ANALYZERS, default="word", help="word or character n-grams"
     )
     group.add_argument("--ngram", type=ngram, default=1, help="words or characters per feature")
+    fitted = " (tfidf is fitted on the input first)" if "tfidf" in weightings else ""
     group.add_argument(
-        "--weighting",
-        choices=WEIGHTINGS,
-        default="count",
-        help="feature weights (tfidf is fitted on the input first)",
+        "--weighting", choices=weightings, default="count", help=f"feature weights{fitted}"
     )
     group.add_argument("--no-lowercase", action="store_true", help="keep case")
 
 
 def threshold_options(parser: argparse.ArgumentParser) -> None:
-    """Add ``--max-distance`` and ``--min-cosine`` (mutually exclusive)."""
+    """Add ``--max-distance`` and ``--min-cosine`` (mutually exclusive, no default)."""
     group = parser.add_argument_group("threshold (one of)").add_mutually_exclusive_group()
     group.add_argument("--max-distance", type=radius, help="Hamming radius in bits")
     group.add_argument(
         "--min-cosine",
         type=cosine,
-        help=f"minimum estimated cosine (default: {DEFAULT_MIN_COSINE} unless --max-distance)",
+        help="minimum estimated cosine cos(pi * distance / bits)",
     )
 
 

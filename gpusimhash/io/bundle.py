@@ -299,7 +299,11 @@ def _unlink_stale(directory: Path, generation: str) -> None:
 
 
 def read_bundle(
-    directory: str | Path, *, format_name: str, format_version: int, verify: bool = True
+    directory: str | Path,
+    *,
+    format_name: str,
+    format_version: int | tuple[int, ...],
+    verify: bool = True,
 ) -> tuple[dict[str, Any], dict[str, Path]]:
     """Check a bundle and return its metadata and the paths of its data files.
 
@@ -307,8 +311,8 @@ def read_bundle(
     ----------
     directory : str or Path
         Bundle directory written by `write_bundle`.
-    format_name, format_version : str, int
-        What the caller can read.
+    format_name, format_version : str, int or tuple of int
+        What the caller can read (a tuple: any of those versions).
     verify : bool
         Check every data file's SHA-256 (reads them all). Sizes are always checked.
 
@@ -339,7 +343,7 @@ def read_bundle(
 
 
 def _read(
-    directory: Path, format_name: str, format_version: int, verify: bool
+    directory: Path, format_name: str, format_version: int | tuple[int, ...], verify: bool
 ) -> tuple[dict[str, Any], dict[str, Path]]:
     """Check the manifest and every data file it lists (under the reader lock)."""
     manifest_path = directory / MANIFEST
@@ -355,10 +359,11 @@ def _read(
         raise BundleError(f"{manifest_path}: unreadable ({error.strerror})") from None
     if stored_checksum != _self_checksum(body):
         raise BundleError(f"{manifest_path}: checksum mismatch (the manifest was altered)")
-    if body["format"] != format_name or body["format_version"] != format_version:
+    versions = (format_version,) if isinstance(format_version, int) else format_version
+    if body["format"] != format_name or body["format_version"] not in versions:
         raise BundleError(
             f"{manifest_path}: format {body['format']!r} version {body['format_version']!r}, "
-            f"expected {format_name!r} version {format_version}"
+            f"expected {format_name!r} version {' or '.join(map(str, versions))}"
         )
     if not isinstance(body["metadata"], dict) or not isinstance(body["files"], dict):
         raise BundleError(f"{manifest_path}: 'metadata' and 'files' must be JSON objects")

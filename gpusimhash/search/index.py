@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import os
 import threading
 from collections.abc import Callable, Iterator
@@ -52,12 +53,13 @@ from gpusimhash._choices import KINDS
 from gpusimhash.fingerprinting import fingerprint
 from gpusimhash.io.bundle import BundleError, read_bundle, reading, write_bundle
 from gpusimhash.search._join import resolve_radius
+from gpusimhash.search._keys import KeyMap, check_keys
 from gpusimhash.text import TextFeaturizer
 
-__all__ = ["KINDS", "RangeResult", "SearchResult", "SimHashIndex"]
+__all__ = ["KINDS", "Hits", "RangeResult", "SearchResult", "SimHashIndex"]
 
 FORMAT_NAME = "gpusimhash-index"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: string ids (a keys file); 1 (still written for int64 ids): without
 _DEFAULT_PARAMS: dict[str, dict[str, int]] = {
     "flat": {},
     "multihash": {"hash_bits": 16},
@@ -162,52 +164,209 @@ def _check_result_size(n_queries: int, k: int) -> None:
         )
 
 
+def _shown(values: np.ndarray) -> str:
+    """Show a few values of an array, for a repr."""
+    flat = values.ravel()
+    head = ", ".join(repr(v.item() if isinstance(v, np.generic) else v) for v in flat[:3])
+    return f"[{head}{', ...' if flat.size > 3 else ''}]"
+
+
+class Hits(NamedTuple):
+    """One query's results, nearest first.
+
+    Attributes
+    ----------
+    ids : ndarray, shape (m,)
+        User ids (int64, or objects for an index with string ids).
+    distances : ndarray, shape (m,), dtype int32
+        Hamming distances, ascending.
+    estimated_cosines : ndarray, shape (m,), dtype float64
+        ``cos(pi * distance / bits)``.
+    """
+
+    ids: np.ndarray
+    distances: np.ndarray
+    estimated_cosines: np.ndarray
+
+    def __repr__(self) -> str:
+        """Show the count and the first few ids and distances."""
+        return (
+            f"Hits(n={self.ids.size}, ids={_shown(self.ids)}, distances={_shown(self.distances)})"
+        )
+
+
+def _frame(query: np.ndarray, hits: Hits) -> Any:
+    """One row per result: query, id, distance, estimated_cosine (pandas)."""
+    try:
+        import pandas as pd  # type: ignore[import-untyped]
+    except ImportError:
+        raise ImportError("to_pandas needs pandas: pip install pandas") from None
+    return pd.DataFrame(
+        {
+            "query": query,
+            "id": hits.ids,
+            "distance": hits.distances,
+            "estimated_cosine": hits.estimated_cosines,
+        }
+    )
+
+
 class SearchResult(NamedTuple):
     """k nearest neighbours of each query; ``-1`` (ids and distances) marks no result.
+
+    ``distances, ids, estimated_cosines = result`` unpacks it; ``result.query(q)`` gives one
+    query's results without the padding, and ``result.to_pandas()`` one row per result.
 
     Attributes
     ----------
     distances : ndarray, shape (n_queries, k), dtype int32
         Hamming distances, ascending per row.
-    ids : ndarray, shape (n_queries, k), dtype int64
-        User ids.
-    cosines : ndarray, shape (n_queries, k), dtype float64
-        Estimated cosines ``cos(pi * distance / bits)``; NaN where there is no result.
+    ids : ndarray, shape (n_queries, k)
+        User ids: int64 (``-1``: no result), or objects (``None``: no result) for an index with
+        string ids.
+    estimated_cosines : ndarray, shape (n_queries, k), dtype float64
+        ``cos(pi * distance / bits)``; NaN where there is no result.
     """
 
     distances: np.ndarray
     ids: np.ndarray
-    cosines: np.ndarray
+    estimated_cosines: np.ndarray
+
+    @property
+    def n_queries(self) -> int:
+        """Number of queries."""
+        return int(self.distances.shape[0])
+
+    def query(self, q: int) -> Hits:
+        """Results of query ``q`` (padding dropped).
+
+        Parameters
+        ----------
+        q : int
+            Query number, negative counting from the end.
+
+        Returns
+        -------
+        Hits
+
+        Raises
+        ------
+        IndexError
+            No such query.
+        """
+        found = self.distances[q] >= 0
+        return Hits(self.ids[q][found], self.distances[q][found], self.estimated_cosines[q][found])
+
+    def to_pandas(self) -> Any:
+        """One row per result: ``query``, ``id``, ``distance``, ``estimated_cosine``.
+
+        Returns
+        -------
+        pandas.DataFrame
+
+        Raises
+        ------
+        ImportError
+            pandas is not installed.
+        """
+        found = self.distances >= 0
+        query = np.broadcast_to(np.arange(self.n_queries)[:, None], found.shape)[found]
+        hits = Hits(self.ids[found], self.distances[found], self.estimated_cosines[found])
+        return _frame(query, hits)
+
+    def __repr__(self) -> str:
+        """Show the shape and the first query's nearest ids."""
+        first = _shown(self.query(0).ids) if self.n_queries else "[]"
+        return (
+            f"SearchResult(n_queries={self.n_queries}, k={self.distances.shape[1]}, first={first})"
+        )
 
 
 class RangeResult(NamedTuple):
     """Every stored code within a radius of each query, in FAISS's CSR layout.
+
+    ``lims, distances, ids, estimated_cosines = result`` unpacks it; ``result.query(q)`` gives one
+    query's results and ``result.to_pandas()`` one row per result.
 
     Attributes
     ----------
     lims : ndarray, shape (n_queries + 1,), dtype int64
         Results of query ``q`` are ``lims[q]:lims[q + 1]``.
     distances : ndarray, shape (lims[-1],), dtype int32
-        Hamming distances, ascending within each query (ties by id).
-    ids : ndarray, shape (lims[-1],), dtype int64
-        User ids.
-    cosines : ndarray, shape (lims[-1],), dtype float64
-        Estimated cosines.
+        Hamming distances, ascending within each query (ties in insertion order).
+    ids : ndarray, shape (lims[-1],)
+        User ids (int64, or objects for an index with string ids).
+    estimated_cosines : ndarray, shape (lims[-1],), dtype float64
+        ``cos(pi * distance / bits)``.
     """
 
     lims: np.ndarray
     distances: np.ndarray
     ids: np.ndarray
-    cosines: np.ndarray
+    estimated_cosines: np.ndarray
+
+    @property
+    def n_queries(self) -> int:
+        """Number of queries."""
+        return int(self.lims.size - 1)
+
+    def query(self, q: int) -> Hits:
+        """Results of query ``q``.
+
+        Parameters
+        ----------
+        q : int
+            Query number, negative counting from the end.
+
+        Returns
+        -------
+        Hits
+
+        Raises
+        ------
+        IndexError
+            No such query.
+        """
+        if not -self.n_queries <= q < self.n_queries:
+            raise IndexError(f"query {q} out of range for {self.n_queries} queries")
+        q %= self.n_queries
+        a, b = int(self.lims[q]), int(self.lims[q + 1])
+        return Hits(self.ids[a:b], self.distances[a:b], self.estimated_cosines[a:b])
+
+    def to_pandas(self) -> Any:
+        """One row per result: ``query``, ``id``, ``distance``, ``estimated_cosine``.
+
+        Returns
+        -------
+        pandas.DataFrame
+
+        Raises
+        ------
+        ImportError
+            pandas is not installed.
+        """
+        query = np.repeat(np.arange(self.n_queries), np.diff(self.lims))
+        return _frame(query, Hits(self.ids, self.distances, self.estimated_cosines))
+
+    def __repr__(self) -> str:
+        """Show the number of queries and results, and the first query's first ids."""
+        first = _shown(self.query(0).ids) if self.n_queries else "[]"
+        return (
+            f"RangeResult(n_queries={self.n_queries}, results={self.distances.size}, first={first})"
+        )
 
 
 class SimHashIndex:
-    """Search SimHash fingerprints by Hamming distance, keyed by int64 user ids.
+    """Search SimHash fingerprints by Hamming distance, keyed by user ids.
+
+    Ids are int64 (FAISS's own ids), or, when the first ids added include a string, keys of any
+    mix of str and int, kept in a map saved with the index (results then hold an object array
+    of keys, ``None`` for no result).
 
     Parameters
     ----------
     bits : int
-        Fingerprint length: a multiple of 8 in ``[8, 4096]``.
+        Fingerprint length: a multiple of 8 in ``[8, 4096]`` (default 128, as the command line).
     kind : {"flat", "multihash", "hnsw", "ivf"}
         FAISS index to build (see the module documentation).
     seed : int
@@ -241,11 +400,16 @@ class SimHashIndex:
     ([[10]], [[0]])
     >>> len(index), index.remove([20]), len(index)
     (2, 1, 1)
+    >>> named = SimHashIndex(bits=64)
+    >>> named.add(["the cat sat on the mat"], ids=["doc-1"]).tolist()
+    ['doc-1']
+    >>> named.search(["the cat sat on the mat"], k=1).query(0)
+    Hits(n=1, ids=['doc-1'], distances=[0])
     """
 
     def __init__(
         self,
-        bits: int = 64,
+        bits: int = 128,
         *,
         kind: str = "flat",
         seed: int = 0,
@@ -273,6 +437,7 @@ class SimHashIndex:
             raise TypeError(f"featurizer must be a TextFeaturizer, got {type(featurizer).__name__}")
         self._index = faiss.IndexBinaryIDMap(self._new_inner())
         self._tombstones = np.empty(0, dtype=np.int64)
+        self._keys: KeyMap | None = None  # string ids: keys to the internal int64 ids
         self._read_only = False
         self._apply_search_params()
         self._device = self._resolve_device(device)
@@ -340,11 +505,16 @@ class SimHashIndex:
         """Return the number of live (not removed) entries."""
         return int(self._index.ntotal) - self.n_tombstones
 
+    @property
+    def id_type(self) -> str:
+        """``"int64"``, or ``"key"`` for an index whose ids are strings (or a mix with ints)."""
+        return "int64" if self._keys is None else "key"
+
     def __repr__(self) -> str:
         """Show kind, size and fingerprint settings."""
         return (
             f"SimHashIndex(bits={self._bits}, kind={self._kind!r}, seed={self._seed}, "
-            f"n={len(self)}, tombstones={self.n_tombstones})"
+            f"n={len(self)}, tombstones={self.n_tombstones}, id_type={self.id_type!r})"
         )
 
     @_reads
@@ -353,10 +523,64 @@ class SimHashIndex:
 
         Returns
         -------
-        ndarray, shape (len(self),), dtype int64
+        ndarray, shape (len(self),)
+            int64, or objects (str or int keys) for an index with string ids.
         """
         stored = self._stored_ids()
-        return stored[~np.isin(stored, self._tombstones)]
+        return self._external(stored[~np.isin(stored, self._tombstones)])
+
+    def _external(self, internal: np.ndarray) -> np.ndarray:
+        """User ids of FAISS ids (-1 stays -1, or becomes None for keys)."""
+        return internal if self._keys is None else self._keys.external(internal)
+
+    @_writes
+    def codes_of(self, ids: Any) -> np.ndarray:
+        """Return the stored codes of entries, by id: search with them to query by id.
+
+        Parameters
+        ----------
+        ids : sequence of int or str
+            Live ids of this index.
+
+        Returns
+        -------
+        ndarray, shape (len(ids), bits // 8), dtype uint8
+            In the order given.
+
+        Raises
+        ------
+        KeyError
+            An id that is not in the index (or was removed).
+        TypeError
+            An id of the wrong type.
+
+        Examples
+        --------
+        >>> index = SimHashIndex(bits=64)
+        >>> _ = index.add(["a b c", "a b c d", "x y z"], ids=["p", "q", "r"])
+        >>> index.search(index.codes_of(["p"]), k=2).query(0).ids.tolist()
+        ['p', 'q']
+        """
+        if self._keys is None:
+            wanted = np.atleast_1d(np.asarray(ids))
+            if wanted.dtype.kind not in "iu":
+                raise TypeError(f"ids must be integers, got dtype {wanted.dtype}")
+            wanted = wanted.astype(np.int64)
+        else:
+            keys = check_keys(ids)
+            absent = self._keys.missing(keys)
+            if absent:
+                raise KeyError(f"id {absent[0]!r} is not in the index")
+            wanted = self._keys.internal(keys)
+        stored = self._stored_ids()
+        order = np.argsort(stored, kind="stable")
+        at = np.searchsorted(stored[order], wanted).clip(0, max(stored.size - 1, 0))
+        positions = order[at] if stored.size else at
+        live = (stored[positions] == wanted) if stored.size else np.zeros(wanted.size, bool)
+        live &= ~np.isin(wanted, self._tombstones)
+        if not live.all():
+            raise KeyError(f"id {self._external(wanted[~live])[0]!r} is not in the index")
+        return self._stored_codes()[positions]
 
     # ------------------------------------------------------------------ building
     def _new_inner(self) -> Any:
@@ -437,21 +661,23 @@ class SimHashIndex:
         ----------
         data : ndarray of uint8, shape (n, bits // 8), or documents
             See `to_codes`.
-        ids : array_like of int, shape (n,), optional
-            Unique int64 ids not already in the index; default: consecutive ids after the
-            largest ever stored (starting at 0).
+        ids : sequence of int or str, shape (n,), optional
+            Unique ids not already in the index: int64, or, for an index whose first ids
+            included a string, any str or int keys; default (int64 ids only): consecutive ids
+            after the largest ever stored (starting at 0).
         vocabulary : sequence of str, optional
             Column features, for a scipy sparse matrix.
 
         Returns
         -------
-        ids : ndarray, shape (n,), dtype int64
-            The ids given to the new entries.
+        ids : ndarray, shape (n,)
+            The ids given to the new entries (int64, or objects: keys).
 
         Raises
         ------
         TypeError
-            Bad codes or documents, or non-integer ids.
+            Bad codes or documents; an id neither str nor int; a string id for an index that
+            holds integer ids.
         ValueError
             Codes of the wrong width; ids of the wrong length, repeated, negative, already
             present or still tombstoned; too few codes to train an IVF index.
@@ -465,6 +691,19 @@ class SimHashIndex:
     def _add_codes(self, codes: np.ndarray, ids: Any) -> np.ndarray:
         n = codes.shape[0]
         stored = self._stored_ids()
+        if self._keys is None and ids is not None and self._wants_keys(ids, stored):
+            self._keys = KeyMap()
+        if self._keys is not None:
+            if ids is None:
+                raise ValueError("this index has string ids: give ids")
+            keys = check_keys(ids, n)
+            if n == 0:
+                return np.empty(0, dtype=object)
+            self._train_if_needed(codes)
+            internal = self._keys.assign(keys)
+            self._index.add_with_ids(codes, internal)
+            self._device_codes = None
+            return self._keys.external(internal)
         if ids is None:
             start = int(stored.max()) + 1 if stored.size else 0
             ids = np.arange(start, start + n, dtype=np.int64)
@@ -472,6 +711,24 @@ class SimHashIndex:
             ids = self._check_new_ids(ids, n, stored)
         if n == 0:
             return ids
+        self._train_if_needed(codes)
+        self._index.add_with_ids(codes, ids)
+        self._device_codes = None
+        return ids
+
+    def _wants_keys(self, ids: Any, stored: np.ndarray) -> bool:
+        """Whether new ids hold a string: keys from now on (only for an empty index)."""
+        if isinstance(ids, np.ndarray) and ids.dtype.kind in "iu":
+            return False
+        strings = any(isinstance(i, str | np.str_) for i in np.asarray(ids, dtype=object).ravel())
+        if strings and (stored.size or self.n_tombstones):
+            raise TypeError(
+                "this index holds integer ids; string ids need an index that starts with them"
+            )
+        return strings
+
+    def _train_if_needed(self, codes: np.ndarray) -> None:
+        n = codes.shape[0]
         inner = self._inner()
         if not inner.is_trained:
             if n < self._params["nlist"]:
@@ -480,9 +737,6 @@ class SimHashIndex:
                     f"batch, which needs at least {self._params['nlist']} codes, got {n}"
                 )
             inner.train(codes)
-        self._index.add_with_ids(codes, ids)
-        self._device_codes = None
-        return ids
 
     def _check_new_ids(self, ids: Any, n: int, stored: np.ndarray) -> np.ndarray:
         array = np.asarray(ids)
@@ -513,7 +767,7 @@ class SimHashIndex:
 
         Parameters
         ----------
-        ids : array_like of int
+        ids : sequence of int (or str, for an index with string ids)
             Ids to remove.
 
         Returns
@@ -524,16 +778,20 @@ class SimHashIndex:
         Raises
         ------
         TypeError
-            Non-integer ids.
+            Ids of the wrong type.
         RuntimeError
             The index was loaded read-only (``mmap=True``).
         """
         self._check_writable()
-        array = np.atleast_1d(np.asarray(ids))
-        if array.dtype.kind not in "iu":
-            raise TypeError(f"ids must be integers, got dtype {array.dtype}")
+        if self._keys is not None:
+            internal = self._keys.remove(check_keys(np.atleast_1d(np.asarray(ids, dtype=object))))
+        else:
+            array = np.atleast_1d(np.asarray(ids))
+            if array.dtype.kind not in "iu":
+                raise TypeError(f"ids must be integers, got dtype {array.dtype}")
+            internal = array.astype(np.int64)
         stored = self._stored_ids()
-        live = np.unique(stored[np.isin(stored, array.astype(np.int64))])
+        live = np.unique(stored[np.isin(stored, internal)])
         live = live[~np.isin(live, self._tombstones)]
         if self._kind == "flat":
             self._device_codes = None
@@ -603,8 +861,8 @@ class SimHashIndex:
         Returns
         -------
         SearchResult
-            ``(distances, ids, cosines)``, each of shape ``(n_queries, k)``; ``-1`` where fewer
-            than `k` entries exist.
+            ``(distances, ids, estimated_cosines)``, each of shape ``(n_queries, k)``; ``-1`` (or
+            ``None``, string ids) where fewer than `k` entries exist.
 
         Raises
         ------
@@ -623,7 +881,7 @@ class SimHashIndex:
         ask = min(k + self.n_tombstones, int(self._index.ntotal))
         if ask == 0 or n_queries == 0:
             distances = np.full((n_queries, k), -1, dtype=np.int32)
-            return self._result(distances, np.full((n_queries, k), -1, dtype=np.int64))
+            return self._result(distances, self._external(np.full((n_queries, k), -1, np.int64)))
         if self._device == "gpu":
             distances, positions = self._gpu_search(codes, ask)
             ids = np.where(positions >= 0, self._stored_ids()[positions], -1)
@@ -645,7 +903,8 @@ class SimHashIndex:
             distances, ids = np.pad(distances, pad), np.pad(ids, pad)
             found = np.pad(found, pad)
         distances = np.where(found, distances, -1).astype(np.int32, copy=False)
-        return self._result(distances, np.where(found, ids, -1).astype(np.int64, copy=False))
+        ids = np.where(found, ids, -1).astype(np.int64, copy=False)
+        return self._result(distances, self._external(ids))
 
     def _gpu_search(self, codes: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """Distances and positions of the k nearest stored codes, on the GPU."""
@@ -687,7 +946,8 @@ class SimHashIndex:
         Returns
         -------
         RangeResult
-            ``(lims, distances, ids, cosines)``; each query's results sorted by distance, then id.
+            ``(lims, distances, ids, estimated_cosines)``; each query's results sorted by
+            distance, then id (int64 ids) or insertion order (string ids).
 
         Raises
         ------
@@ -711,7 +971,7 @@ class SimHashIndex:
         query, distances, ids = query[order], distances[order], ids[order]
         lims = np.searchsorted(query, np.arange(codes.shape[0] + 1)).astype(np.int64)
         cosines = np.cos(np.pi * distances / self._bits)
-        return RangeResult(lims, distances, ids.astype(np.int64, copy=False), cosines)
+        return RangeResult(lims, distances, self._external(ids.astype(np.int64)), cosines)
 
     def _faiss_range(self, codes: np.ndarray, radius: int) -> tuple[Any, Any, Any]:
         """FAISS range search for distances <= radius (FAISS keeps distances < its radius)."""
@@ -737,8 +997,10 @@ class SimHashIndex:
     def save(self, path: str | Path) -> None:
         """Save to a directory, atomically replacing any index saved there before.
 
-        Writes FAISS's own binary index file, the tombstones as ``.npy`` and ``manifest.json``
-        (format version, settings, featurizer configuration, counts, SHA-256 of every file).
+        Writes FAISS's own binary index file, the tombstones as ``.npy``, string ids as JSON
+        (``keys``) and ``manifest.json`` (format version, settings, featurizer configuration,
+        counts, SHA-256 of every file). Format version 2 is an index with string ids; one
+        with int64 ids is saved as version 1, which older releases read too.
         A crash or error mid-save leaves the previous index loadable.
 
         Parameters
@@ -761,6 +1023,7 @@ class SimHashIndex:
             "n_tombstones": self.n_tombstones,
         }
         index, tombstones = self._index, self._tombstones
+        keys = None if self._keys is None else json.dumps(self._keys.to_json(), ensure_ascii=False)
 
         def write_index(path: Path) -> None:
             # through a Python file, so that a full disk is the OSError it is
@@ -768,14 +1031,22 @@ class SimHashIndex:
                 writer = faiss.PyCallbackIOWriter(stream.write)  # type: ignore[attr-defined]
                 faiss.write_index_binary(index, writer)
 
+        def write_keys(path: Path) -> None:
+            path.write_text(str(keys), encoding="utf-8")
+
+        files: dict[str, tuple[str, Callable[[Path], None]]] = {
+            "index": ("faissbin", write_index),
+            "tombstones": ("npy", lambda p: np.save(p, tombstones, allow_pickle=False)),
+        }
+        if keys is not None:
+            files["keys"] = ("json", write_keys)
+
         write_bundle(
             path,
-            {
-                "index": ("faissbin", write_index),
-                "tombstones": ("npy", lambda p: np.save(p, tombstones, allow_pickle=False)),
-            },
+            files,
             format_name=FORMAT_NAME,
-            format_version=FORMAT_VERSION,
+            # integer ids: version 1, which older releases read too
+            format_version=FORMAT_VERSION if self._keys is not None else 1,
             metadata=metadata,
         )
 
@@ -825,11 +1096,13 @@ class SimHashIndex:
     @classmethod
     def _load(cls, path: str | Path, *, mmap: bool, verify: bool, device: str) -> SimHashIndex:
         metadata, paths = read_bundle(
-            path, format_name=FORMAT_NAME, format_version=FORMAT_VERSION, verify=verify
+            path, format_name=FORMAT_NAME, format_version=(1, FORMAT_VERSION), verify=verify
         )
         manifest = Path(path) / "manifest.json"
-        if set(paths) != {"index", "tombstones"}:
-            raise BundleError(f"{manifest}: lists {sorted(paths)}, expected index and tombstones")
+        if set(paths) - {"keys"} != {"index", "tombstones"}:
+            raise BundleError(
+                f"{manifest}: lists {sorted(paths)}, expected index, tombstones (and keys)"
+            )
         try:
             index = cls(
                 metadata["bits"],
@@ -877,9 +1150,25 @@ class SimHashIndex:
         tombstones = np.array(mapped)
         index._index = loaded
         index._tombstones = tombstones
+        if "keys" in paths:
+            index._keys = _load_keys(paths["keys"], loaded, tombstones)
         index._read_only = mmap
         index._device = index._resolve_device(device)
         if index.kind == "ivf":
             index._quantizer = faiss.downcast_IndexBinary(index._inner().quantizer)  # type: ignore[assignment]
         index._apply_search_params()
         return index
+
+
+def _load_keys(path: Path, loaded: Any, tombstones: np.ndarray) -> KeyMap:
+    """Read a saved key map and check it against the FAISS ids it names."""
+    try:
+        keys = KeyMap.from_json(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, UnicodeDecodeError, RecursionError, ValueError, TypeError) as error:
+        raise BundleError(f"{path}: not a key map ({error})") from None
+    stored = faiss.vector_to_array(loaded.id_map).astype(np.int64, copy=False)
+    live = np.sort(stored[~np.isin(stored, tombstones)])
+    named = np.sort(keys.internal(keys.to_json()["keys"]))
+    if not np.array_equal(live, named):
+        raise BundleError(f"{path}: names {named.size} entries, the index holds {live.size}")
+    return keys

@@ -47,7 +47,7 @@ def test_knn_exact(kind):
     assert result.ids.dtype == np.int64
     assert result.distances.shape == result.ids.shape == (25, 10)
     check_knn_exact(result, codes, queries, ids, 10)
-    np.testing.assert_allclose(result.cosines, np.cos(np.pi * result.distances / 64))
+    np.testing.assert_allclose(result.estimated_cosines, np.cos(np.pi * result.distances / 64))
 
 
 def test_hnsw_recall_is_high_and_results_consistent():
@@ -91,7 +91,7 @@ def test_range_search_min_cosine_equals_radius():
     by_radius = index.range_search(codes[:10], max_distance=9)  # floor(64 acos(0.9) / pi)
     for a, b in zip(by_cosine, by_radius, strict=True):
         np.testing.assert_array_equal(a, b)
-    assert (by_cosine.cosines >= 0.9).all()
+    assert (by_cosine.estimated_cosines >= 0.9).all()
 
 
 def test_text_and_documents_use_stored_settings():
@@ -152,7 +152,7 @@ def test_search_pads_missing_results():
     result = index.search(np.zeros((1, 8), np.uint8), k=4)
     assert result.ids.tolist() == [[5, 6, -1, -1]]
     assert result.distances.tolist() == [[0, 0, -1, -1]]
-    assert np.isnan(result.cosines[0, 2:]).all()
+    assert np.isnan(result.estimated_cosines[0, 2:]).all()
     empty = SimHashIndex(64).search(np.zeros((3, 8), np.uint8), k=2)
     assert (empty.ids == -1).all()
     assert empty.ids.shape == (3, 2)
