@@ -55,6 +55,7 @@ from gpusimhash.dedup.verification import (
 from gpusimhash.evaluation import removal_scores
 from gpusimhash.features import FeatureBatch
 from gpusimhash.fingerprinting import FingerprintSettings, resolve_device
+from gpusimhash.io.lines import LineBatch, document_batches
 from gpusimhash.io.readers import DocumentBatch as Batch
 from gpusimhash.io.readers import FileState, InputError, read_batches
 from gpusimhash.io.writers import RecordWriter, write_json
@@ -297,6 +298,18 @@ class _Source:
             records=records,
         )
 
+    def fingerprint_batches(self, *, records: bool) -> Iterator[Batch | LineBatch]:
+        """Read the file for the first pass: plain text as UTF-8 bytes, unless records are needed."""
+        if records:
+            return self.batches(records=True)
+        return document_batches(
+            self.path,
+            format=self.options.format,
+            text_field=self.options.text_field,
+            id_field=self.options.id_field,
+            batch_size=self.options.batch_size,
+        )
+
 
 def dedup_file(
     path: str | Path,
@@ -493,7 +506,7 @@ def _fingerprint_pass(
     codes, lengths, scores, truth, counts = [], [], [], [], []
     table: dict[Any, int] = {}
     need_records = options.truth_field is not None or options.score_field is not None
-    for batch in source.batches(records=need_records):
+    for batch in source.fingerprint_batches(records=need_records):
         first_row = int(batch.rows[0]) if len(batch) else 0
         entries = settings.featurizer.transform(batch.texts, first_index=first_row)
         features = DocumentFeatures.from_batch(entries)
@@ -505,12 +518,13 @@ def _fingerprint_pass(
             codes.append(fingerprint_batch(entries, device, bits=settings.bits, seed=settings.seed))
         else:
             codes.append(settings.fingerprint(batch.texts, device=device))
-        lengths.append(np.fromiter(map(len, batch.texts), dtype=np.int64, count=len(batch)))
-        if options.truth_field is not None:
+        lengths.append(_lengths(batch))
+        # labels and scores: fields of records (asked for, so never plain text as bytes)
+        if options.truth_field is not None and isinstance(batch, Batch):
             field = options.truth_field
             values = [_record_value(source.path, batch, k, field) for k in range(len(batch))]
             truth.append(_labels(values, table, str(source.path)))
-        if options.score_field is not None:
+        if options.score_field is not None and isinstance(batch, Batch):
             scores.append(_scores(source.path, batch, options.score_field))
         bar.update(len(batch))
     return _Fingerprints(
@@ -732,6 +746,13 @@ def _texts_with_progress(batches: Iterator[Batch], bar: Any) -> Iterator[str]:
     for batch in batches:
         yield from batch.texts
         bar.update(len(batch))
+
+
+def _lengths(batch: Batch | LineBatch) -> np.ndarray:
+    """Return each document's length in code points (``len`` of its text)."""
+    if isinstance(batch, LineBatch):
+        return batch.texts.code_point_counts()
+    return np.fromiter(map(len, batch.texts), dtype=np.int64, count=len(batch))
 
 
 def _stack(parts: list[np.ndarray], dtype: type) -> np.ndarray:

@@ -14,12 +14,19 @@ from __future__ import annotations
 import codecs
 import zlib
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from gpusimhash.io import readers
-from gpusimhash.io.readers import InputError, _open_binary, detect_format
+from gpusimhash.io.readers import (
+    DocumentBatch,
+    InputError,
+    _open_binary,
+    detect_format,
+    read_batches,
+)
 from gpusimhash.utf8 import Utf8Texts
 
 BLOCK_BYTES = 16 << 20
@@ -115,28 +122,86 @@ def _too_long(path: Path, line: int) -> InputError:
     )
 
 
-def plain_text_batches(
-    path: str | Path, *, format: str | None = None, batch_size: int = 10_000
-) -> Iterator[Utf8Texts] | None:
-    """`read_line_batches` for a plain-text file (``format``, else guessed from the name).
+@dataclass(frozen=True)
+class LineBatch:
+    """Consecutive lines of a plain-text file, as UTF-8 bytes: a `DocumentBatch` without strings.
+
+    Attributes
+    ----------
+    rows : ndarray, shape (n,), dtype int64
+        Row number (line number less one) of each document.
+    texts : Utf8Texts
+        The lines, without their line endings.
+    """
+
+    rows: np.ndarray
+    texts: Utf8Texts
+
+    def __len__(self) -> int:
+        """Return the number of documents."""
+        return len(self.texts)
+
+    @property
+    def ids(self) -> list[int]:
+        """Each document's id: its row number, as ``read_batches`` gives it for plain text."""
+        ids: list[int] = self.rows.tolist()
+        return ids
+
+
+def document_batches(
+    path: str | Path,
+    *,
+    format: str | None = None,
+    text_field: str = "text",
+    id_field: str | None = None,
+    batch_size: int = 10_000,
+) -> Iterator[DocumentBatch | LineBatch]:
+    r"""Read a document file for fingerprinting: plain text as UTF-8 bytes, the rest as text.
+
+    A plain-text file (``format``, else guessed from the name) gives `LineBatch` batches
+    (`read_line_batches`: no Python string per line); JSONL, CSV and Parquet give
+    ``read_batches``' `DocumentBatch` (without records). Both have ``rows``, ``ids`` and
+    ``texts``, which ``fingerprint`` and ``TextFeaturizer.transform`` take as they are, with
+    the same codes.
 
     Parameters
     ----------
     path : str or Path
         The input file.
-    format : str, optional
-        As for ``read_batches``.
-    batch_size : int
-        Most documents per batch.
+    format, text_field, id_field, batch_size
+        As for ``read_batches`` (plain text has no fields: its ids are row numbers).
 
-    Returns
-    -------
-    iterator of Utf8Texts, or None
-        None when the file is not plain text (JSONL, CSV, Parquet carry fields to parse).
+    Yields
+    ------
+    DocumentBatch or LineBatch
+        Documents in file order.
+
+    Raises
+    ------
+    InputError, FileNotFoundError, ImportError, ValueError
+        As ``read_batches`` raises them.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "lines.txt"
+    >>> _ = path.write_text("a cat\na dog\n")
+    >>> [(b.ids, b.texts.to_strings()) for b in document_batches(path)]
+    [([0, 1], ['a cat', 'a dog'])]
     """
     if (format or detect_format(path)) != "text":
-        return None
-    return read_line_batches(path, batch_size=batch_size)
+        yield from read_batches(
+            path,
+            format=format,
+            text_field=text_field,
+            id_field=id_field,
+            batch_size=batch_size,
+        )
+        return
+    first = 0
+    for texts in read_line_batches(path, batch_size=batch_size):
+        yield LineBatch(np.arange(first, first + len(texts), dtype=np.int64), texts)
+        first += len(texts)
 
 
 def _batches(texts: Utf8Texts, batch_size: int) -> Iterator[Utf8Texts]:
