@@ -6,6 +6,12 @@
 // This file is not #included: gpusimhash/_gpu/kernels.py prefixes it (with a #line marker) to each
 // kernel file before compiling, and tests/gpu/cuda_emu compiles the same text with g++.
 
+// Threads per block of every launch (THREADS_PER_BLOCK in gpusimhash/_gpu/kernels.py): every
+// kernel declares it in __launch_bounds__, so the compiler budgets registers for it (a larger
+// block would fail to launch), with a minimum of resident blocks per SM where that lowers the
+// register count a notch without spilling (tests/gpu/test_kernels_compile.py checks: no spills).
+#define GSH_BLOCK 256
+
 // ---- hashing.py ---------------------------------------------------------------------------
 
 // FNV_OFFSET_BASIS, FNV_PRIME

@@ -3,6 +3,8 @@
 // Work is split into tasks: a task is a run of at most `task_size` consecutive entries of one
 // document (a document longer than that has several tasks; an empty one has none, and its code
 // stays the zeros the caller allocated). Grid-stride loops make every kernel correct for any grid.
+// Task lists planned on the device from size bounds are padded: a task (or split row) whose
+// document is -1 is skipped.
 //
 // Unit weights (simhash_accumulate_unit<Planes, GroupWords>): one thread per (task, group of up
 // to GroupWords 32-bit sign words), so up to 32 * GroupWords bits (256 with 8) take one thread
@@ -28,7 +30,7 @@
 //   states        uint32  (nnz,)        feature states (FNV-1a before the ":" + seed suffix)
 //   weights       float64 (nnz,)        finite weights (simhash_accumulate_weighted only)
 //   offsets       int64   (n_docs + 1,) CSR row starts
-//   task_docs     int64   (n_tasks,)    the document of each task
+//   task_docs     int64   (n_tasks,)    the document of each task (-1: padding)
 //   task_starts   int64   (n_tasks,)    the first entry of each task
 //   max_abs_bits  uint64  (n_docs,)     bit pattern of each document's largest |weight|
 //   partial_rows  int64   (n_docs,)     row of `partials` for a split document, else -1
@@ -38,14 +40,17 @@
 
 // Largest |weight| of each document. Non-negative doubles order like their bit patterns, so
 // an integer atomicMax gives the exact maximum whatever the order. max_abs_bits starts at 0.
-__global__ void simhash_max_abs(const double* weights, const long long* offsets,
-                                const long long* task_docs, const long long* task_starts,
-                                long long n_tasks, long long task_size,
-                                unsigned long long* max_abs_bits) {
+__global__ void __launch_bounds__(GSH_BLOCK, 8)
+    simhash_max_abs(const double* weights, const long long* offsets, const long long* task_docs,
+                    const long long* task_starts, long long n_tasks, long long task_size,
+                    unsigned long long* max_abs_bits) {
     const long long stride = (long long)gridDim.x * blockDim.x;
     for (long long task = (long long)blockIdx.x * blockDim.x + threadIdx.x; task < n_tasks;
          task += stride) {
         const long long doc = task_docs[task];
+        if (doc < 0) {
+            continue;
+        }
         const long long start = task_starts[task];
         const long long doc_end = offsets[doc + 1];
         const long long end = doc_end - start < task_size ? doc_end : start + task_size;
@@ -83,14 +88,17 @@ static __device__ __forceinline__ long long task_end(long long start, long long 
     return doc_end - start < task_size ? doc_end : start + task_size;
 }
 
+// Resident blocks per SM for each plane count: 4 fits the 4-plane kernel in 64 registers; the
+// others keep the count their registers allow anyway (a looser bound lets ptxas take more).
+#define GSH_UNIT_MIN_BLOCKS(planes) ((planes) <= 4 ? 4 : (planes) <= 8 ? 2 : 3)
+
 template <int Planes, int GroupWords>
-__global__ void simhash_accumulate_unit(const unsigned int* states, const long long* offsets,
-                                        const long long* task_docs,
-                                        const long long* task_starts,
-                                        const long long* partial_rows, long long* partials,
-                                        unsigned char* codes, long long n_tasks,
-                                        long long task_size, int bits,
-                                        unsigned long long suffix_digits, int suffix_length) {
+__global__ void __launch_bounds__(GSH_BLOCK, GSH_UNIT_MIN_BLOCKS(Planes))
+    simhash_accumulate_unit(const unsigned int* states, const long long* offsets,
+                            const long long* task_docs, const long long* task_starts,
+                            const long long* partial_rows, long long* partials,
+                            unsigned char* codes, long long n_tasks, long long task_size,
+                            int bits, unsigned long long suffix_digits, int suffix_length) {
     const SeedSuffix suffix{suffix_digits, suffix_length};
     const int words = (bits + 31) / 32;
     const int groups = (words + GroupWords - 1) / GroupWords;
@@ -103,6 +111,9 @@ __global__ void simhash_accumulate_unit(const unsigned int* states, const long l
         const int group_words =
             words - first_word < GroupWords ? words - first_word : GroupWords;
         const long long doc = task_docs[task];
+        if (doc < 0) {
+            continue;
+        }
         const long long start = task_starts[task];
         const long long end = task_end(start, offsets[doc + 1], task_size);
         unsigned int planes[GroupWords][Planes];
@@ -179,7 +190,7 @@ __global__ void simhash_accumulate_unit(const unsigned int* states, const long l
     }
 }
 
-__global__ void simhash_accumulate_weighted(
+__global__ void __launch_bounds__(GSH_BLOCK, 2) simhash_accumulate_weighted(
     const unsigned int* states, const double* weights, const long long* offsets,
     const long long* task_docs, const long long* task_starts,
     const unsigned long long* max_abs_bits, const long long* partial_rows, long long* partials,
@@ -194,6 +205,9 @@ __global__ void simhash_accumulate_weighted(
         const long long task = item / words;
         const int word = (int)(item - task * words);
         const long long doc = task_docs[task];
+        if (doc < 0) {
+            continue;
+        }
         const long long start = task_starts[task];
         const long long doc_end = offsets[doc + 1];
         const long long end = task_end(start, doc_end, task_size);
@@ -238,9 +252,10 @@ __global__ void simhash_accumulate_weighted(
 
 // Pack the summed slots of split documents: one thread per (split document, sign word).
 //   partials    int64 (n_split, bits)  complete slot sums
-//   split_docs  int64 (n_split,)       the document of each row
-__global__ void simhash_pack_partials(const long long* partials, const long long* split_docs,
-                                      long long n_split, int bits, unsigned char* codes) {
+//   split_docs  int64 (n_split,)       the document of each row (-1: padding)
+__global__ void __launch_bounds__(GSH_BLOCK, 8)
+    simhash_pack_partials(const long long* partials, const long long* split_docs,
+                          long long n_split, int bits, unsigned char* codes) {
     const int words = (bits + 31) / 32;
     const long long n_items = n_split * words;
     const long long stride = (long long)gridDim.x * blockDim.x;
@@ -248,12 +263,16 @@ __global__ void simhash_pack_partials(const long long* partials, const long long
          item += stride) {
         const long long row = item / words;
         const int word = (int)(item - row * words);
+        const long long doc = split_docs[row];
+        if (doc < 0) {
+            continue;
+        }
         const long long* slots = partials + row * bits + word * 32;
         const int valid = bits - word * 32 < 32 ? bits - word * 32 : 32;
         unsigned int packed = 0;
         for (int bit = 0; bit < valid; ++bit) {
             packed |= (slots[bit] > 0 ? 1u : 0u) << bit;
         }
-        store_word(codes + split_docs[row] * (bits / 8), word, bits, packed);
+        store_word(codes + doc * (bits / 8), word, bits, packed);
     }
 }

@@ -1,16 +1,19 @@
 // Text on the device: classification, lower-casing and feature hashing of raw code points.
 //
-// The host joins a batch of documents with "\n" (never a word character) and ends it with one
-// more "\n", as UTF-32. text_classify looks every code point up in the shipped Unicode tables
+// The documents of a batch lie back to back as code points, each followed by one "\n" (never a
+// word character). text_classify looks every code point up in the shipped Unicode tables
 // (gpusimhash/unicode_tables.py, uploaded once) and marks what the normalized text keeps: word
 // code points (lower-cased) and the first non-word code point after each token, which becomes
-// the single space after it. Compacting the kept positions (done by the caller) gives every
-// document's normalized text, tokens joined by single spaces, with one trailing space. Word
-// n-grams and character n-grams are then spans of that text, and text_span_states hashes each
-// span with FNV-1a over its UTF-16 units: the states gpusimhash.text computes on the CPU.
+// the single space after it. The kept code points of a document, in order, are its normalized
+// text (tokens joined by single spaces) plus one trailing space. text_word_states and
+// text_char_states hash word n-grams and character n-grams of that text straight from
+// text_classify's output, with no compaction: a thread at the first code point of an n-gram
+// walks forward over the n-gram, and writes its FNV-1a state over UTF-16 units (the states
+// gpusimhash.text computes on the CPU) at the slot that its rank in the document gives, so the
+// output is in document then position order, as on the CPU, with no atomics.
 //
-// Thread mapping: one thread per code point (text_classify) or per span (text_span_states),
-// grid-stride loops, so any grid is correct. Everything is integer arithmetic.
+// Thread mapping: one thread per code point (or byte), grid-stride loops, so any grid is correct.
+// Everything is integer arithmetic.
 
 #define GSH_SPACE 0x20u
 #define GSH_MAX_CODE_POINT 0x110000u
@@ -29,9 +32,10 @@ static __device__ __forceinline__ bool is_word(const unsigned char* word_table,
 // lowercase    int32               map word code points through lower_table when non-zero
 // normalized   uint32 (n,)        out: lower-cased code point, or a space for non-word ones
 // flags        uint8  (n,)        out: GSH_FLAG_WORD | GSH_FLAG_KEEP | GSH_FLAG_TOKEN_START
-__global__ void text_classify(const unsigned int* code_points, long long n,
-                              const unsigned char* word_table, const unsigned int* lower_table,
-                              int lowercase, unsigned int* normalized, unsigned char* flags) {
+__global__ void __launch_bounds__(GSH_BLOCK, 8)
+    text_classify(const unsigned int* code_points, long long n, const unsigned char* word_table,
+                  const unsigned int* lower_table, int lowercase, unsigned int* normalized,
+                  unsigned char* flags) {
     const long long stride = (long long)gridDim.x * blockDim.x;
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
         const unsigned int code_point = code_points[i];
@@ -48,25 +52,6 @@ __global__ void text_classify(const unsigned int* code_points, long long n,
         }
         flags[i] = (unsigned char)flag;
         normalized[i] = !word ? GSH_SPACE : (lowercase ? lower_table[code_point] : code_point);
-    }
-}
-
-// text      uint32 (m,)        normalized code points
-// starts    int64  (n_spans,)  first code point of each span
-// stops     int64  (n_spans,)  one past its last code point
-// states    uint32 (n_spans,)  out: FNV-1a state over the span's UTF-16 units
-__global__ void text_span_states(const unsigned int* text, const long long* starts,
-                                 const long long* stops, long long n_spans,
-                                 unsigned int* states) {
-    const long long stride = (long long)gridDim.x * blockDim.x;
-    for (long long span = (long long)blockIdx.x * blockDim.x + threadIdx.x; span < n_spans;
-         span += stride) {
-        unsigned int state = GSH_FNV_OFFSET_BASIS;
-        const long long stop = stops[span];
-        for (long long i = starts[span]; i < stop; ++i) {
-            state = fnv1a_code_point(state, text[i]);
-        }
-        states[span] = state;
     }
 }
 
@@ -98,9 +83,10 @@ static __device__ __forceinline__ int utf8_length(unsigned int lead) {
 // surrogates   int32                  accept encoded surrogates (U+D800..U+DFFF) when non-zero
 // code_points  uint32 (>= rank[n - 1] + n_docs,)  out, pre-filled with "\n"
 // first_error  uint64 (1,)            out: smallest invalid byte position, left alone if none
-__global__ void text_decode_utf8(const unsigned char* data, long long n, const long long* offsets,
-                                 long long n_docs, const long long* rank, int surrogates,
-                                 unsigned int* code_points, unsigned long long* first_error) {
+__global__ void __launch_bounds__(GSH_BLOCK, 8)
+    text_decode_utf8(const unsigned char* data, long long n, const long long* offsets,
+                     long long n_docs, const long long* rank, int surrogates,
+                     unsigned int* code_points, unsigned long long* first_error) {
     const long long stride = (long long)gridDim.x * blockDim.x;
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
         // the document holding byte i: the first doc whose end is past i
@@ -168,12 +154,12 @@ __global__ void text_decode_utf8(const unsigned char* data, long long n, const l
 // doc_starts   int64  (n_docs,)     where each document starts (ascending)
 // doc_tokens   int64  (n_docs + 1,) tokens before each document's start; last: all tokens
 // gram_offsets int64  (n_docs + 1,) each document's first n-gram slot; last: all n-grams
-// states       uint32 (gram_offsets[n_docs],) out
-__global__ void text_word_states(const unsigned int* normalized, const unsigned char* flags,
-                                 long long n, const long long* rank,
-                                 const long long* doc_starts, long long n_docs,
-                                 const long long* doc_tokens, const long long* gram_offsets,
-                                 int ngram, unsigned int* states) {
+// states       uint32 (>= gram_offsets[n_docs],) out
+__global__ void __launch_bounds__(GSH_BLOCK, 8)
+    text_word_states(const unsigned int* normalized, const unsigned char* flags, long long n,
+                     const long long* rank, const long long* doc_starts, long long n_docs,
+                     const long long* doc_tokens, const long long* gram_offsets, int ngram,
+                     unsigned int* states) {
     const long long stride = (long long)gridDim.x * blockDim.x;
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
         if ((flags[i] & GSH_FLAG_TOKEN_START) == 0u) {
@@ -211,5 +197,61 @@ __global__ void text_word_states(const unsigned int* normalized, const unsigned 
             }
         }
         states[gram_offsets[doc] + token] = state;
+    }
+}
+
+// ---- character n-grams without compaction ----------------------------------------------------
+//
+// text_char_states hashes every character n-gram of the normalized text straight from
+// text_classify's output. A document of k kept code points has a normalized text of
+// L = k - 1 code points (its trailing space dropped), hence L - n + 1 n-grams, or one of the whole
+// text when 0 < L < n. One thread per code point: a kept one whose n-gram exists walks forward
+// through the next n kept code points (skipping the rest) and hashes them. The caller gives each
+// kept code point's rank (an inclusive prefix sum of the GSH_FLAG_KEEP flags), each document's
+// first kept rank and first n-gram slot.
+//
+// normalized   uint32 (n,)          text_classify's lower-cased code points
+// flags        uint8  (n,)          text_classify's flags
+// rank         int64  (n,)          inclusive prefix sum of the GSH_FLAG_KEEP flags
+// doc_starts   int64  (n_docs,)     where each document starts (ascending)
+// doc_kept     int64  (n_docs + 1,) kept code points before each document's start; last: all
+// gram_offsets int64  (n_docs + 1,) each document's first n-gram slot; last: all n-grams
+// states       uint32 (>= gram_offsets[n_docs],) out
+__global__ void __launch_bounds__(GSH_BLOCK, 8)
+    text_char_states(const unsigned int* normalized, const unsigned char* flags, long long n,
+                     const long long* rank, const long long* doc_starts, long long n_docs,
+                     const long long* doc_kept, const long long* gram_offsets, int ngram,
+                     unsigned int* states) {
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        if ((flags[i] & GSH_FLAG_KEEP) == 0u) {
+            continue;
+        }
+        long long low = 0, high = n_docs - 1;  // the last document starting at or before i
+        while (low < high) {
+            const long long middle = low + (high - low + 1) / 2;
+            if (doc_starts[middle] <= i) {
+                low = middle;
+            } else {
+                high = middle - 1;
+            }
+        }
+        const long long doc = low;
+        const long long position = rank[i] - 1 - doc_kept[doc];  // in the normalized text
+        const long long length = doc_kept[doc + 1] - doc_kept[doc] - 1;
+        const bool whole = length < ngram;  // one n-gram of the whole text
+        if (whole ? position != 0 : position + ngram > length) {
+            continue;
+        }
+        const long long need = whole ? length : ngram;
+        unsigned int state = GSH_FNV_OFFSET_BASIS;
+        long long j = i;
+        for (long long taken = 0; taken < need; ++taken, ++j) {
+            while ((flags[j] & GSH_FLAG_KEEP) == 0u) {
+                ++j;
+            }
+            state = fnv1a_code_point(state, normalized[j]);
+        }
+        states[gram_offsets[doc] + position] = state;
     }
 }

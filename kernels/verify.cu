@@ -28,11 +28,11 @@
 #define GSH_QUIET_NAN 0x7FF8000000000000LL  // NumPy's np.nan
 
 template <typename State>
-__global__ void __launch_bounds__(256) verify_pairs(
-    const State* states, const long long* offsets, const double* weights,
-    const long long* exponents, const double* squared_norms, const long long* left,
-    const long long* right, long long n_pairs, double* cosine, double* jaccard,
-    double* weighted) {
+__global__ void __launch_bounds__(GSH_BLOCK)
+    verify_pairs(const State* states, const long long* offsets, const double* weights,
+                 const long long* exponents, const double* squared_norms, const long long* left,
+                 const long long* right, long long n_pairs, double* cosine, double* jaccard,
+                 double* weighted) {
     const long long stride = (long long)gridDim.x * blockDim.x;
     for (long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x; p < n_pairs;
          p += stride) {

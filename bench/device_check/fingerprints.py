@@ -195,9 +195,13 @@ def accumulate_bench(texts: Utf8Texts, bandwidth: float) -> list[dict]:
     engine = _gpu.device_engine()
     data, offsets = (cupy.asarray(a) for a in texts.compact())
     code_points, doc_starts, _ = engine.decode_utf8(data, offsets)
-    states, doc_offsets, _ = engine.text_batch(code_points, doc_starts, TextFeaturizer())
-    plan = engine.plan_tasks(doc_offsets)
-    n_docs, nnz = doc_offsets.size - 1, states.size
+    longest = int(np.diff(texts.offsets).max()) + 1
+    states, doc_offsets, _ = engine.text_batch(
+        code_points, doc_starts, TextFeaturizer(), longest=longest
+    )
+    plan = engine.plan_tasks(doc_offsets)  # exact: the moved bytes count only real tasks
+    n_docs, nnz = doc_offsets.size - 1, int(doc_offsets[-1])
+    states = states[:nnz]
     largest = min(engine.task_size, int((doc_offsets[1:] - doc_offsets[:-1]).max()))
     weights = cupy.random.standard_normal(nnz)
     records = []
@@ -239,16 +243,26 @@ def device_text(short: Utf8Texts, long: Utf8Texts) -> list[dict]:
     records = []
     for label, texts in (("pypi summaries", short), ("about 1 KB", long)):
         data, offsets = (cupy.asarray(a) for a in texts.compact())
+        longest = int(np.diff(texts.offsets).max()) + 1  # bytes bound the code points
         for name in ("word1-count", "char3-logtf"):
             featurizer = FEATURIZERS[name]()
 
-            def run(data: Any = data, offsets: Any = offsets, featurizer: Any = featurizer) -> Any:
+            def run(
+                data: Any = data,
+                offsets: Any = offsets,
+                featurizer: Any = featurizer,
+                longest: int = longest,
+            ) -> Any:
+                # the pipeline's text compute: sizes from host bounds, no round trip
                 code_points, doc_starts, _ = engine.decode_utf8(data, offsets)
                 states, doc_offsets, weights = engine.text_batch(
-                    code_points, doc_starts, featurizer
+                    code_points, doc_starts, featurizer, longest=longest
                 )
-                plan = engine.plan_tasks(doc_offsets)
-                return engine.accumulate(states, doc_offsets, weights, plan, bits=64, seed=0)
+                plan = engine.plan_tasks(doc_offsets, capacity=states.size)
+                largest = min(engine.task_size, longest)
+                return engine.accumulate(
+                    states, doc_offsets, weights, plan, bits=64, seed=0, largest_task=largest
+                )
 
             seconds = gpu_seconds(run, repeat=5)
             record = {

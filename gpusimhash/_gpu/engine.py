@@ -14,13 +14,7 @@ from typing import Any
 import numpy as np
 
 from gpusimhash import _segments
-from gpusimhash._gpu.kernels import (
-    COUNT_PLANES,
-    FLAG_KEEP,
-    FLAG_TOKEN_START,
-    FLAG_WORD,
-    UNIT_KERNELS,
-)
+from gpusimhash._gpu.kernels import COUNT_PLANES, FLAG_KEEP, FLAG_TOKEN_START, UNIT_KERNELS
 from gpusimhash.text import TextFeaturizer, check_texts
 
 # Entries per accumulation task: longer documents are split and their slot sums merged.
@@ -100,13 +94,17 @@ class Engine:
         self.task_size = task_size
         self._idf_cache: tuple[tuple[int, int], np.ndarray, tuple[Any, Any, float]] | None = None
 
-    def plan_tasks(self, offsets: Any) -> dict[str, Any]:
+    def plan_tasks(self, offsets: Any, capacity: int | None = None) -> dict[str, Any]:
         """Split documents into accumulation tasks of at most ``task_size`` entries.
 
         Parameters
         ----------
         offsets : array, shape (n_docs + 1,), dtype int64
             CSR row starts (an ``xp`` array, or NumPy to plan on the host).
+        capacity : int, optional
+            None: exact task lists (on a device, host round trips for their sizes). Else an
+            upper bound of the entries (``offsets[-1]``) that sizes the lists instead, with no
+            round trip: the lists are padded with document ``-1``, which the kernels skip.
 
         Returns
         -------
@@ -114,20 +112,46 @@ class Engine:
             ``task_docs``, ``task_starts``, ``partial_rows``, ``split_docs`` (int64 arrays of the
             same module as ``offsets``).
         """
-        xp = np if isinstance(offsets, np.ndarray) else self.xp
+        device = type(self.xp.empty(0, dtype=np.int64))
+        xp = self.xp if isinstance(offsets, device) else np
         n_docs = offsets.size - 1
         counts = offsets[1:] - offsets[:-1]
         tasks_per_doc = -(-counts // self.task_size)
-        task_docs = _segments.segment_of(tasks_per_doc)
-        rank = _segments.ranks(tasks_per_doc)
-        split_docs = xp.flatnonzero(tasks_per_doc > 1).astype(xp.int64)
-        partial_rows = xp.full(n_docs, -1, dtype=xp.int64)
-        partial_rows[split_docs] = xp.arange(split_docs.size, dtype=xp.int64)
+        split = tasks_per_doc > 1
+        if capacity is None:
+            task_docs = _segments.segment_of(tasks_per_doc)
+            rank = _segments.ranks(tasks_per_doc)
+            split_docs = xp.flatnonzero(split).astype(xp.int64)
+            partial_rows = xp.full(n_docs, -1, dtype=xp.int64)
+            partial_rows[split_docs] = xp.arange(split_docs.size, dtype=xp.int64)
+            return {
+                "task_docs": task_docs.astype(xp.int64),
+                "task_starts": offsets[:-1][task_docs] + rank * self.task_size,
+                "partial_rows": partial_rows,
+                "split_docs": split_docs,
+            }
+        if n_docs == 0:
+            empty = xp.zeros(0, dtype=xp.int64)
+            return {
+                key: empty for key in ("task_docs", "task_starts", "partial_rows", "split_docs")
+            }
+        # every document has at most 1 + count // task_size tasks; a split one > task_size entries
+        n_tasks = n_docs + capacity // self.task_size
+        n_split = min(n_docs, capacity // (self.task_size + 1))
+        task_ends = xp.cumsum(tasks_per_doc)
+        task = xp.arange(n_tasks, dtype=xp.int64)
+        task_docs = xp.searchsorted(task_ends, task, side="right")  # n_docs: padding
+        doc = xp.minimum(task_docs, n_docs - 1)
+        rank = task - (task_ends[doc] - tasks_per_doc[doc])
+        split_rank = xp.cumsum(split, dtype=xp.int64)
+        split_docs = xp.searchsorted(
+            split_rank, xp.arange(1, n_split + 1, dtype=xp.int64), side="left"
+        )
         return {
-            "task_docs": task_docs.astype(xp.int64),
-            "task_starts": offsets[:-1][task_docs] + rank * self.task_size,
-            "partial_rows": partial_rows,
-            "split_docs": split_docs,
+            "task_docs": xp.where(task_docs < n_docs, task_docs, -1),
+            "task_starts": offsets[doc] + rank * self.task_size,
+            "partial_rows": xp.where(split, split_rank - 1, -1),
+            "split_docs": xp.where(split_docs < n_docs, split_docs, -1),
         }
 
     def accumulate(
@@ -211,7 +235,7 @@ class Engine:
     def decode_utf8(
         self, data: Any, offsets: Any, *, surrogates: bool = False
     ) -> tuple[Any, Any, Any]:
-        """UTF-8 documents to the code-point layout of ``text_occurrences``, on the device.
+        """UTF-8 documents to the code-point layout of ``grams``, on the device.
 
         Parameters
         ----------
@@ -281,40 +305,50 @@ class Engine:
         )
         return normalized, flags
 
-    def word_grams(
+    def grams(
         self, code_points: Any, doc_starts: Any, featurizer: TextFeaturizer
     ) -> tuple[Any, Any]:
-        """Feature states of every word n-gram occurrence, with no compaction of the text.
+        """Feature states of every n-gram occurrence, with no compaction and no round trip.
 
         Parameters
         ----------
-        code_points, doc_starts : array
-            As for ``text_occurrences``.
+        code_points : array, dtype uint32
+            The documents back to back, each followed by one newline (more newlines may
+            follow the last one).
+        doc_starts : array, shape (n_docs,), dtype int64
+            Where each document starts in ``code_points``.
         featurizer : TextFeaturizer
-            A word analyzer: n and lower-casing.
+            Analyzer (word or character n-grams), n and lower-casing.
 
         Returns
         -------
-        states : array, dtype uint32
-            One per occurrence, in document order then position order (as on the CPU).
+        states : array, shape (code_points.size,), dtype uint32
+            One per occurrence, in document order then position order (as on the CPU), in the
+            first ``offsets[-1]`` entries; the rest is unused (a document has at most as many
+            n-grams as code points, so the size is known without reading the total).
         offsets : array, shape (n_docs + 1,), dtype int64
-            Each document's occurrences; reading their total is the one host round trip.
+            Each document's occurrences.
         """
         xp = self.xp
         n, n_docs, n_gram = code_points.size, doc_starts.size, featurizer.ngram
         normalized, flags = self._classify(code_points, featurizer)
-        rank = xp.cumsum((flags & FLAG_TOKEN_START) != 0, dtype=xp.int64)
-        tokens_before = xp.zeros(n + 1, dtype=xp.int64)
-        tokens_before[1:] = rank
-        doc_tokens = xp.concatenate([tokens_before[doc_starts], rank[-1:]])
-        counts = doc_tokens[1:] - doc_tokens[:-1]
-        grams = xp.where(counts >= n_gram, counts - n_gram + 1, (counts > 0).astype(xp.int64))
+        word = featurizer.analyzer == "word"
+        # words: the tokens of each document; characters: its normalized text and one space
+        marks = (flags & (FLAG_TOKEN_START if word else FLAG_KEEP)) != 0
+        rank = xp.cumsum(marks, dtype=xp.int64)
+        before = xp.zeros(n + 1, dtype=xp.int64)
+        before[1:] = rank
+        doc_marks = xp.concatenate([before[doc_starts], rank[-1:]])
+        items = doc_marks[1:] - doc_marks[:-1]
+        if not word:
+            items = xp.maximum(items - 1, 0)  # the trailing space is no character of the text
+        grams = xp.where(items >= n_gram, items - n_gram + 1, (items > 0).astype(xp.int64))
         offsets = xp.zeros(n_docs + 1, dtype=xp.int64)
         xp.cumsum(grams, out=offsets[1:])
-        states = xp.empty(int(offsets[-1]), dtype=xp.uint32)
-        if states.size:
+        states = xp.empty(n, dtype=xp.uint32)
+        if n_docs:
             self.launch(
-                "text_word_states",
+                "text_word_states" if word else "text_char_states",
                 n,
                 (
                     normalized,
@@ -323,7 +357,7 @@ class Engine:
                     rank,
                     xp.ascontiguousarray(doc_starts),
                     np.int64(n_docs),
-                    doc_tokens,
+                    doc_marks,
                     offsets,
                     np.int32(n_gram),
                     states,
@@ -331,101 +365,53 @@ class Engine:
             )
         return states, offsets
 
-    def text_occurrences(
-        self, code_points: Any, doc_starts: Any, featurizer: TextFeaturizer
-    ) -> tuple[Any, Any]:
-        """Feature states of every feature occurrence of a batch of texts, on the device.
-
-        Parameters
-        ----------
-        code_points : array, dtype uint32
-            The documents joined by newlines, with one more newline at the end.
-        doc_starts : array, shape (n_docs,), dtype int64
-            Where each document starts in ``code_points``.
-        featurizer : TextFeaturizer
-            Analyzer, n and lower-casing.
-
-        Returns
-        -------
-        states : array, dtype uint32
-            One per occurrence, in document order then position order (as on the CPU).
-        doc : array, dtype int64
-            The document of each occurrence.
-        """
-        xp = self.xp
-        if featurizer.analyzer == "word":
-            states, offsets = self.word_grams(code_points, doc_starts, featurizer)
-            return states, _segments.segment_of(offsets[1:] - offsets[:-1])
-        normalized, flags = self._classify(code_points, featurizer)
-        # the normalized text: tokens, each followed by one space
-        kept = xp.flatnonzero(flags & FLAG_KEEP)
-        text = xp.ascontiguousarray(normalized[kept])
-        kept_flags = flags[kept]
-        token_starts = xp.flatnonzero(kept_flags & FLAG_TOKEN_START)
-        token_stops = xp.flatnonzero((kept_flags & FLAG_WORD) == 0)
-        n_tokens = token_starts.size
-        if n_tokens == 0:
-            return xp.zeros(0, dtype=xp.uint32), xp.zeros(0, dtype=xp.int64)
-        doc_first_token = xp.searchsorted(token_starts, xp.searchsorted(kept, doc_starts))
-        token_counts = xp.diff(doc_first_token, append=xp.asarray([n_tokens]))
-        # character n-grams: windows of each document's normalized text
-        first_token = xp.minimum(doc_first_token, n_tokens - 1)
-        last_token = xp.maximum(doc_first_token + token_counts - 1, 0)
-        text_first = token_starts[first_token]
-        text_length = xp.where(token_counts > 0, token_stops[last_token] - text_first, 0)
-        starts, span, doc = _segments.windows(text_first, text_length, featurizer.ngram)
-        stops = starts + span
-        states = xp.empty(starts.size, dtype=xp.uint32)
-        if starts.size:
-            self.launch(
-                "text_span_states",
-                starts.size,
-                (
-                    text,
-                    xp.ascontiguousarray(starts),
-                    xp.ascontiguousarray(stops),
-                    np.int64(starts.size),
-                    states,
-                ),
-            )
-        return states, doc.astype(xp.int64)
-
     def text_batch(
-        self, code_points: Any, doc_starts: Any, featurizer: TextFeaturizer
+        self, code_points: Any, doc_starts: Any, featurizer: TextFeaturizer, *, longest: int
     ) -> tuple[Any, Any, Any | None]:
         """Featurize texts on the device, as ``featurizer.transform`` does on the CPU.
+
+        No host round trip: sizes are bounds known on the host (the code points), and
+        distinct features come from a sort and searches instead of ``unique``.
 
         Parameters
         ----------
         code_points, doc_starts : array
-            As for ``text_occurrences``.
+            As for ``grams``.
         featurizer : TextFeaturizer
             How text becomes weighted features; weights are computed from tables the
             featurizer itself fills on the host, so they are the CPU's doubles.
+        longest : int
+            The most code points of one document, its newline included (or more): a bound of
+            any feature's count in a document.
 
         Returns
         -------
-        states : array, dtype uint32
+        states : array, shape (code_points.size,), dtype uint32
+            The features in the first ``offsets[-1]`` entries, as ``grams`` returns them.
         offsets : array, shape (n_docs + 1,), dtype int64
-        weights : array, dtype float64, or None
+        weights : array, shape (code_points.size,), dtype float64, or None
             None for ``count`` (one entry per occurrence) and ``binary`` weighting.
         """
         xp = self.xp
         n_docs = doc_starts.size
-        if featurizer.analyzer == "word":  # no compaction, one round trip (the total)
-            states, offsets = self.word_grams(code_points, doc_starts, featurizer)
-            if featurizer.weighting == "count":
-                return states, offsets, None
-            doc = _segments.segment_of(offsets[1:] - offsets[:-1])
-        else:
-            states, doc = self.text_occurrences(code_points, doc_starts, featurizer)
-            if featurizer.weighting == "count":
-                return states, _segments.offsets_of(doc, n_docs), None
-        keys = (doc.astype(xp.uint64) << xp.uint64(32)) | states.astype(xp.uint64)
-        distinct, counts = xp.unique(keys, return_counts=True)
+        states, offsets = self.grams(code_points, doc_starts, featurizer)
+        if featurizer.weighting == "count":
+            return states, offsets, None
+        # distinct (document, state) keys by a sort; unused slots get document n_docs (last)
+        capacity = states.size
+        slot = xp.arange(capacity, dtype=xp.int64)
+        doc = xp.searchsorted(offsets[1:], slot, side="right")
+        keys = xp.sort((doc.astype(xp.uint64) << xp.uint64(32)) | states.astype(xp.uint64))
+        first = xp.ones(capacity, dtype=bool)
+        first[1:] = keys[1:] != keys[:-1]
+        run = xp.cumsum(first, dtype=xp.int64) - 1
+        run_starts = xp.searchsorted(run, slot, side="left")  # capacity past the last run
+        counts = xp.searchsorted(run, slot, side="right") - run_starts
+        distinct = keys[xp.minimum(run_starts, capacity - 1)]
+        run_docs = xp.where(run_starts < capacity, distinct >> xp.uint64(32), n_docs)
         states = (distinct & xp.uint64(0xFFFFFFFF)).astype(xp.uint32)
-        offsets = _segments.offsets_of((distinct >> xp.uint64(32)).astype(xp.int64), n_docs)
-        return states, offsets, self._weights(featurizer, counts.astype(xp.int64), states)
+        offsets = _segments.offsets_of(run_docs.astype(xp.int64), n_docs)
+        return states, offsets, self._weights(featurizer, counts, states, longest)
 
     def _idf_table(self, featurizer: TextFeaturizer) -> tuple[Any, Any, float]:
         """Return the fitted vocabulary and idf on the device, made once per fitted featurizer."""
@@ -437,8 +423,10 @@ class Engine:
             self._idf_cache = cached = (key, featurizer.fitted_states, table)
         return cached[2]
 
-    def _weights(self, featurizer: TextFeaturizer, counts: Any, states: Any) -> Any | None:
-        """Weights of distinct features from their counts, as the featurizer computes them."""
+    def _weights(
+        self, featurizer: TextFeaturizer, counts: Any, states: Any, longest: int
+    ) -> Any | None:
+        """Weights of distinct features from their counts (at most ``longest``), as on the CPU."""
         xp = self.xp
         # raises the featurizer's own error when tfidf is not fitted
         featurizer.weigh(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.uint32))
@@ -453,12 +441,13 @@ class Engine:
             else:
                 idf_of = xp.full(states.size, unseen, dtype=xp.float64)
             return counts.astype(xp.float64) * idf_of
-        # weights that depend on the count alone: a table the featurizer fills on the host
-        largest = int(counts.max())
+        # weights that depend on the count alone: a table the featurizer fills on the host, up
+        # to the bound (unused slots read any entry)
+        largest = max(1, longest)
         table = featurizer.weigh(
             np.arange(1, largest + 1, dtype=np.int64), np.zeros(largest, dtype=np.uint32)
         )
-        return xp.asarray(table)[counts - 1]
+        return xp.asarray(table)[xp.clip(counts, 1, largest) - 1]
 
 
 def _idf_table(featurizer: TextFeaturizer) -> tuple[np.ndarray, np.ndarray, float]:

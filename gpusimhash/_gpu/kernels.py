@@ -26,7 +26,7 @@ KERNELS = {
         *(f"simhash_accumulate_unit<{planes}, {group}>" for planes, group in UNIT_KERNELS),
         "simhash_pack_partials",
     ),
-    "text.cu": ("text_classify", "text_span_states", "text_decode_utf8", "text_word_states"),
+    "text.cu": ("text_classify", "text_decode_utf8", "text_word_states", "text_char_states"),
     "join.cu": tuple(
         f"{kernel}<{words}>"
         for kernel in ("join_bucket_pairs", "join_tiles")
@@ -38,13 +38,14 @@ KERNELS = {
 COMMON_HEADER = "common.cuh"
 # fmad=false: no multiply-add contraction anywhere, so device float math is plain IEEE.
 COMPILE_OPTIONS = ("--std=c++17", "--fmad=false")
+# Every kernel's __launch_bounds__ (GSH_BLOCK in common.cuh): no launch may use more threads.
 THREADS_PER_BLOCK = 256
 BLOCKS_PER_SM = 32
 # The most bit-sliced counter planes of a unit-weight kernel (GSH_COUNT_PLANES in simhash.cu):
 # every task's entry count must fit in them.
 COUNT_PLANES = max(planes for planes, _ in UNIT_KERNELS)
 # Flags written by text_classify (GSH_FLAG_* in text.cu).
-FLAG_WORD, FLAG_KEEP, FLAG_TOKEN_START = 1, 2, 4
+FLAG_KEEP, FLAG_TOKEN_START = 2, 4
 
 
 def kernel_dir() -> Path:
@@ -133,10 +134,20 @@ class Launcher:
     Parameters
     ----------
     threads_per_block : int
-        Block size of every launch.
+        Block size of every launch, a multiple of 32 up to ``THREADS_PER_BLOCK``.
+
+    Raises
+    ------
+    ValueError
+        A block size the kernels' launch bounds do not allow.
     """
 
     def __init__(self, threads_per_block: int = THREADS_PER_BLOCK) -> None:
+        if threads_per_block % 32 or not 0 < threads_per_block <= THREADS_PER_BLOCK:
+            raise ValueError(
+                f"threads_per_block must be a multiple of 32 in [32, {THREADS_PER_BLOCK}], "
+                f"got {threads_per_block}"
+            )
         cupy = _backend.require_gpu()
         device = cupy.cuda.Device()
         sm_count = device.attributes["MultiProcessorCount"]

@@ -24,6 +24,7 @@ import functools
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -40,6 +41,25 @@ SLOTS = 2
 
 Compute = Callable[[list[Any]], Any]
 Job = tuple[Sequence[np.ndarray | None], Compute]
+
+
+@dataclass(frozen=True)
+class Checked:
+    """A job's result with a check that reads the device (a host round trip).
+
+    ``Pipeline.run`` calls ``check`` one job later, once the next job's work is enqueued, so the
+    round trip waits for this job while the device already works on the next one.
+
+    Attributes
+    ----------
+    value : Any
+        The result.
+    check : callable
+        Raises if the job's input was bad.
+    """
+
+    value: Any
+    check: Callable[[], None]
 
 
 class Staging(Protocol):
@@ -157,9 +177,10 @@ class Pipeline:
         ----------
         jobs : iterable of (host arrays, compute)
             ``compute(device_arrays)`` enqueues device work on the uploaded copies and returns
-            its result (new device arrays: the copies are reused two jobs later). The iterable
-            is consumed lazily, one job ahead, on a worker thread: job ``i + 1`` is prepared
-            while job ``i`` computes.
+            its result (new device arrays: the copies are reused two jobs later), or a
+            `Checked` result, whose check runs after the next job's compute is enqueued. The
+            iterable is consumed lazily, one job ahead, on a worker thread: job ``i + 1`` is
+            prepared while job ``i`` computes.
 
         Returns
         -------
@@ -172,16 +193,23 @@ class Pipeline:
             try:
                 job = next(iterator, None)
                 slot = 0
+                pending: Checked | None = None
                 while job is not None:
                     arrays, event = self._upload(slot, job[0])
                     # the next job is prepared on a worker thread while this one computes (its
                     # host round trips included); only this thread touches streams and buffers
                     following = worker.submit(next, iterator, None)
                     self.staging.compute_waits(event)
-                    results.append(job[1](arrays))
+                    result = job[1](arrays)
                     self._released[slot] = self.staging.record_compute()
+                    if pending is not None:  # the previous job's round trip, behind this job
+                        pending.check()
+                    pending = result if isinstance(result, Checked) else None
+                    results.append(result.value if isinstance(result, Checked) else result)
                     job = following.result()
                     slot = (slot + 1) % SLOTS
+                if pending is not None:
+                    pending.check()
             finally:
                 self.drain()
         return results
@@ -249,26 +277,35 @@ def _text_codes(
     surrogates: bool,
     first_index: int,
     host_offsets: np.ndarray,
+    longest: int,
     arrays: list[Any],
-) -> Any:  # the compute of a text job: decode, featurize, accumulate
+) -> Checked:  # the compute of a text job: decode, featurize, accumulate, no host round trip
     data, offsets, doc_starts = arrays
     code_points, decoded_starts, first_error = engine.decode_utf8(
         data, offsets, surrogates=surrogates
     )
     # invalid bytes leave newlines behind (never out-of-range code points), so the work goes on
-    # and the error is read once it is ready anyway: no round trip of its own
+    # and the error is read one job later, when the next job's work is enqueued behind it
     starts = decoded_starts if doc_starts is None else doc_starts
-    states, doc_offsets, weights = engine.text_batch(code_points, starts, featurizer)
-    plan = engine.plan_tasks(doc_offsets)
-    codes = engine.accumulate(states, doc_offsets, weights, plan, bits=bits, seed=seed)
-    bad = int(first_error[0])
-    if bad != 2**64 - 1:
-        doc = int(np.searchsorted(host_offsets, bad, side="right")) - 1
-        raise ValueError(
-            f"document {first_index + doc}: not valid UTF-8 "
-            f"(byte {bad - int(host_offsets[doc])} of the document)"
-        )
-    return codes
+    states, doc_offsets, weights = engine.text_batch(
+        code_points, starts, featurizer, longest=longest
+    )
+    plan = engine.plan_tasks(doc_offsets, capacity=states.size)
+    largest = min(engine.task_size, longest)
+    codes = engine.accumulate(
+        states, doc_offsets, weights, plan, bits=bits, seed=seed, largest_task=largest
+    )
+
+    def check() -> None:
+        bad = int(first_error[0])
+        if bad != 2**64 - 1:
+            doc = int(np.searchsorted(host_offsets, bad, side="right")) - 1
+            raise ValueError(
+                f"document {first_index + doc}: not valid UTF-8 "
+                f"(byte {bad - int(host_offsets[doc])} of the document)"
+            )
+
+    return Checked(codes, check)
 
 
 def utf8_jobs(
@@ -307,8 +344,17 @@ def utf8_jobs(
     sizes = np.diff(texts.offsets) + 1
     for start, stop in split_documents(sizes, min(budget, MAX_BATCH_CODE_POINTS)):
         data, offsets = texts[start:stop].compact()
+        longest = int(sizes[start:stop].max())  # bytes: at least the code points
         compute = functools.partial(
-            _text_codes, engine, featurizer, bits, seed, False, first_index + start, offsets
+            _text_codes,
+            engine,
+            featurizer,
+            bits,
+            seed,
+            False,
+            first_index + start,
+            offsets,
+            longest,
         )
         yield [data, offsets, None], compute
 
@@ -349,7 +395,8 @@ def text_jobs(
         data = np.frombuffer(joined, dtype=np.uint8)
         offsets = np.array([0, data.size], dtype=np.int64)  # one document, the decoder's view
         doc_starts = _segments.starts(lengths[start:stop] + 1)
+        longest = int(lengths[start:stop].max()) + 1
         compute = functools.partial(
-            _text_codes, engine, featurizer, bits, seed, True, start, offsets
+            _text_codes, engine, featurizer, bits, seed, True, start, offsets, longest
         )
         yield [data, offsets, doc_starts], compute

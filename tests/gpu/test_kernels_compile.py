@@ -66,6 +66,18 @@ def test_kernel_file_compiles_for_sm90(tmp_path, filename):
     assert all(int(count) == 0 for count in spills), result.stderr
 
 
+def test_launch_bounds_match_the_launcher():
+    """GSH_BLOCK (every kernel's __launch_bounds__) is the launcher's block size."""
+    common = (kernels.kernel_dir() / kernels.COMMON_HEADER).read_text(encoding="utf-8")
+    assert f"#define GSH_BLOCK {kernels.THREADS_PER_BLOCK}\n" in common
+    for filename in ("simhash.cu", "text.cu", "verify.cu"):
+        source = (kernels.kernel_dir() / filename).read_text(encoding="utf-8")
+        launches = source.count("__global__ void")
+        assert source.count("__global__ void __launch_bounds__(GSH_BLOCK") == launches, filename
+    with pytest.raises(ValueError, match="threads_per_block"):
+        kernels.Launcher(threads_per_block=512)
+
+
 def _nvrtc_library():
     """Load libnvrtc (the runtime compiler CuPy uses) from the nvidia-cuda-nvrtc wheel, or None."""
     import ctypes

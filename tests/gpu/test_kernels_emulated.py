@@ -18,7 +18,6 @@ from gpusimhash._gpu import kernels
 from gpusimhash._gpu.engine import encode_texts, split_documents
 from gpusimhash._gpu.engine import unit_kernel as engine_unit_kernel
 from gpusimhash.features import FeatureBatch
-from gpusimhash.hashing import feature_states
 from gpusimhash.text import TextFeaturizer
 
 BITS = (8, 24, 40, 64, 128, 256)
@@ -107,22 +106,6 @@ def test_accumulate_property(emulated_kernels, lengths, data, bits, seed):
     np.testing.assert_array_equal(_gpu_codes(engine, batch, bits, seed), expected)
 
 
-def test_span_states_match_feature_states(emulated_kernels):
-    engine = emulator.engine(emulated_kernels, task_size=8)
-    features = ["a", "", "héllo wörld", "𝐀𝐁", "😀x", "\ud800", "日本語 テキスト", "_" * 70]
-    code_points = np.array([ord(c) for f in features for c in f], dtype=np.uint32)
-    lengths = np.array([len(f) for f in features], dtype=np.int64)
-    stops = np.cumsum(lengths)
-    starts = stops - lengths
-    states = np.empty(len(features), dtype=np.uint32)
-    engine.launch(
-        "text_span_states",
-        len(features),
-        (code_points, starts, stops, np.int64(len(features)), states),
-    )
-    np.testing.assert_array_equal(states, feature_states(features))
-
-
 TEXTS = [
     "The cat sat on the MAT",
     "",
@@ -151,18 +134,31 @@ def _fitted(featurizer, corpus):
     return featurizer.fit(corpus) if featurizer.weighting == "tfidf" else featurizer
 
 
+def _longest(texts):
+    """The most code points of one document, its newline included (text_batch's bound)."""
+    return max((len(t) for t in texts), default=0) + 1
+
+
 def _assert_text_parity(engine, texts, featurizer, bits=64, seed=7):
     expected_batch = featurizer.transform(texts)
     code_points, doc_starts = encode_texts(texts)
-    states, offsets, weights = engine.text_batch(code_points, doc_starts, featurizer)
-    np.testing.assert_array_equal(states, expected_batch.states)
+    longest = _longest(texts)
+    states, offsets, weights = engine.text_batch(
+        code_points, doc_starts, featurizer, longest=longest
+    )
+    # sized by the code points (no round trip for the total): the features come first
+    assert states.size == code_points.size
+    nnz = int(offsets[-1])
+    np.testing.assert_array_equal(states[:nnz], expected_batch.states)
     np.testing.assert_array_equal(offsets, expected_batch.offsets)
     if weights is None:  # count (weights None) and binary (all ones) on the CPU
         assert expected_batch.weights is None or (expected_batch.weights == 1.0).all()
     else:
-        np.testing.assert_array_equal(weights, expected_batch.weights)
+        np.testing.assert_array_equal(weights[:nnz], expected_batch.entry_weights())
+    plan = engine.plan_tasks(offsets, capacity=states.size)  # padded, as the pipeline plans
+    largest = min(engine.task_size, longest)
     codes = engine.accumulate(
-        states, offsets, weights, engine.plan_tasks(offsets), bits=bits, seed=seed
+        states, offsets, weights, plan, bits=bits, seed=seed, largest_task=largest
     )
     np.testing.assert_array_equal(
         codes, _cpu.fingerprint_batch(expected_batch, bits=bits, seed=seed)
@@ -201,6 +197,66 @@ def test_text_property(emulated_kernels, texts, analyzer, ngram, weighting, lowe
     engine = emulator.engine(emulated_kernels, task_size=5)
     featurizer = _fitted(TextFeaturizer(analyzer, ngram, weighting, lowercase=lowercase), texts[:3])
     _assert_text_parity(engine, texts, featurizer, bits=40, seed=11)
+
+
+class _NoSizeFromData:
+    """NumPy without the functions whose output size depends on the data.
+
+    On CuPy each of them reads a size back from the device (a host round trip); the text path
+    must not call them.
+    """
+
+    FORBIDDEN = frozenset(
+        {"flatnonzero", "nonzero", "argwhere", "unique", "repeat", "compress", "extract"}
+    )
+
+    def __getattr__(self, name):
+        if name in self.FORBIDDEN:
+            raise AssertionError(f"xp.{name} sizes its output from the data (a round trip)")
+        return getattr(np, name)
+
+
+@pytest.mark.parametrize("analyzer", ["word", "char"])
+@pytest.mark.parametrize("weighting", ["count", "binary", "logtf", "tfidf"])
+def test_text_to_codes_takes_sizes_from_bounds(emulated_kernels, analyzer, weighting):
+    """Featurizing and the padded plan size everything from host bounds, never from the data."""
+    engine = emulator.engine(emulated_kernels, task_size=3)
+    engine.xp = _NoSizeFromData()
+    featurizer = _fitted(TextFeaturizer(analyzer, 2, weighting), TEXTS[:4])
+    _assert_text_parity(engine, TEXTS, featurizer, bits=128, seed=5)
+    with pytest.raises(AssertionError, match="flatnonzero"):
+        engine.plan_tasks(np.array([0, 5, 5], np.int64))  # the exact plan does
+
+
+@pytest.mark.parametrize("weights", ["none", "normal"])
+@pytest.mark.parametrize("spare", [0, 1, 7, 100])
+def test_a_padded_plan_gives_the_exact_plans_codes(engine, weights, spare):
+    """Task lists sized from a bound (padding: document -1) give the same codes."""
+    batch = _random_batch(np.random.default_rng(spare), 30, 9, weights)
+    plan = engine.plan_tasks(batch.offsets, capacity=int(batch.offsets[-1]) + spare)
+    exact = engine.plan_tasks(batch.offsets)
+    real = plan["task_docs"] >= 0
+    np.testing.assert_array_equal(plan["task_docs"][real], exact["task_docs"])
+    np.testing.assert_array_equal(plan["task_starts"][real], exact["task_starts"])
+    np.testing.assert_array_equal(plan["partial_rows"], exact["partial_rows"])
+    split = plan["split_docs"] >= 0
+    np.testing.assert_array_equal(plan["split_docs"][split], exact["split_docs"])
+    assert (plan["task_docs"][~real] == -1).all()
+    assert not real[real.argmin() :].any() or real.all()  # padding only at the end
+    for bits in (24, 256):
+        codes = engine.accumulate(
+            batch.states, batch.offsets, batch.weights, plan, bits=bits, seed=4
+        )
+        np.testing.assert_array_equal(codes, _cpu.fingerprint_batch(batch, bits=bits, seed=4))
+
+
+def test_a_padded_plan_of_no_documents_is_empty(engine):
+    plan = engine.plan_tasks(np.zeros(1, np.int64), capacity=10)
+    assert all(array.size == 0 for array in plan.values())
+    codes = engine.accumulate(
+        np.zeros(0, np.uint32), np.zeros(1, np.int64), None, plan, bits=64, seed=0
+    )
+    assert codes.shape == (0, 8)
 
 
 def test_split_documents_covers_every_document_once():
@@ -256,7 +312,7 @@ def test_tfidf_before_fit_raises_the_featurizers_error(emulated_kernels):
     engine = emulator.engine(emulated_kernels, task_size=4)
     code_points, doc_starts = encode_texts(["a b"])
     with pytest.raises(ValueError, match="fit"):
-        engine.text_batch(code_points, doc_starts, TextFeaturizer(weighting="tfidf"))
+        engine.text_batch(code_points, doc_starts, TextFeaturizer(weighting="tfidf"), longest=4)
 
 
 def test_unit_weight_counters_hold_the_largest_task(emulated_kernels):

@@ -98,6 +98,24 @@ def test_the_next_job_is_prepared_while_this_one_computes():
     assert staging.in_flight == {}
 
 
+def test_a_checked_result_is_checked_once_the_next_job_is_enqueued():
+    """A job's round trip (Checked.check) waits behind the next job's work, not before it."""
+    staging = emulator.EmulatedStaging()
+    events = []
+
+    def compute(index, arrays):
+        events.append(f"compute {index}")
+        return pipeline.Checked(arrays[0].copy(), lambda: events.append(f"check {index}"))
+
+    jobs = [
+        ([np.full(2, index, np.int64)], lambda arrays, index=index: compute(index, arrays))
+        for index in range(3)
+    ]
+    results = pipeline.Pipeline(staging).run(jobs)
+    assert [r.tolist() for r in results] == [[0, 0], [1, 1], [2, 2]]
+    assert events == ["compute 0", "compute 1", "check 0", "compute 2", "check 1", "check 2"]
+
+
 def test_an_error_while_preparing_drains_and_propagates(engine):
     staging = emulator.EmulatedStaging()
 
@@ -161,17 +179,19 @@ def test_str_jobs_keep_lone_surrogates(engine):
     np.testing.assert_array_equal(codes, expected)
 
 
-def test_invalid_utf8_names_the_document_on_both_engines(engine):
-    texts = Utf8Texts.from_strings(["fine", "also fine", "bad \xff"])
+@pytest.mark.parametrize("budget", [10**6, 12])  # one job, or the bad document in the middle
+def test_invalid_utf8_names_the_document_on_both_engines(engine, budget):
+    texts = Utf8Texts.from_strings(["fine", "also fine", "bad \xff", "after it"])
     data = texts.data.copy()
     data[texts.offsets[2] + 4] = 0xFF  # a byte no UTF-8 sequence contains
     bad = Utf8Texts(data, texts.offsets)
     jobs = pipeline.utf8_jobs(
-        engine, bad, TextFeaturizer(), bits=64, seed=0, budget=10**6, first_index=10
+        engine, bad, TextFeaturizer(), bits=64, seed=0, budget=budget, first_index=10
     )
-    runner = pipeline.Pipeline(emulator.EmulatedStaging())
+    staging = emulator.EmulatedStaging()
     with pytest.raises(ValueError, match="document 12: not valid UTF-8 \\(byte 4"):
-        runner.run(jobs)
+        pipeline.Pipeline(staging).run(jobs)
+    assert staging.in_flight == {}
     with pytest.raises(ValueError, match="document 12: not valid UTF-8 \\(byte 4"):
         TextFeaturizer().transform(bad, first_index=10)
 

@@ -33,9 +33,9 @@ ENTRY_POINTS = {
     },
     "simhash_pack_partials": "emu_simhash_pack_partials",
     "text_classify": "emu_text_classify",
-    "text_span_states": "emu_text_span_states",
     "text_decode_utf8": "emu_text_decode_utf8",
     "text_word_states": "emu_text_word_states",
+    "text_char_states": "emu_text_char_states",
     "verify_pairs<unsigned int>": "emu_verify_pairs_uint32",
     "verify_pairs<unsigned long long>": "emu_verify_pairs_uint64",
 }

@@ -70,12 +70,6 @@ void emu_text_classify(unsigned grid, unsigned block, const unsigned int* code_p
                              flags));
 }
 
-void emu_text_span_states(unsigned grid, unsigned block, const unsigned int* text,
-                          const long long* starts, const long long* stops, long long n_spans,
-                          unsigned int* states) {
-    EMU_LAUNCH(grid, block, text_span_states(text, starts, stops, n_spans, states));
-}
-
 void emu_text_decode_utf8(unsigned grid, unsigned block, const unsigned char* data, long long n,
                           const long long* offsets, long long n_docs, const long long* rank,
                           int surrogates, unsigned int* code_points,
@@ -92,6 +86,16 @@ void emu_text_word_states(unsigned grid, unsigned block, const unsigned int* nor
                           unsigned int* states) {
     EMU_LAUNCH(grid, block,
                text_word_states(normalized, flags, n, rank, doc_starts, n_docs, doc_tokens,
+                                gram_offsets, ngram, states));
+}
+
+void emu_text_char_states(unsigned grid, unsigned block, const unsigned int* normalized,
+                          const unsigned char* flags, long long n, const long long* rank,
+                          const long long* doc_starts, long long n_docs,
+                          const long long* doc_kept, const long long* gram_offsets, int ngram,
+                          unsigned int* states) {
+    EMU_LAUNCH(grid, block,
+               text_char_states(normalized, flags, n, rank, doc_starts, n_docs, doc_kept,
                                 gram_offsets, ngram, states));
 }
 
