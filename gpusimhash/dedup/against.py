@@ -1,0 +1,192 @@
+"""Deduplicate a new batch against a saved index: ``gpusimhash dedup new.jsonl --against DIR``.
+
+A `SimHashIndex` keeps codes, not texts, so a new document is matched against the indexed ones
+by its fingerprint: it matches when an indexed code lies within `index_radius` (the estimated
+cosine of the threshold; dedup's exact verification needs both documents' features, which the
+index does not hold). The new batch is first deduplicated within itself as usual; then every
+cluster whose kept document matches an indexed entry is removed whole, its members being
+near-duplicates of that kept document. The documents still kept can be added to the index
+(`add_kept`), which is how a corpus grows batch by batch without repeats.
+
+The batch is fingerprinted with the index's settings (`fingerprint_settings`), whatever the
+command line says, so that codes are comparable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gpusimhash.fingerprinting import FingerprintSettings
+from gpusimhash.search._join import cosine_radius
+from gpusimhash.search.index import SimHashIndex
+
+__all__ = ["IndexMatches", "add_kept", "fingerprint_settings", "index_radius", "match_clusters"]
+
+
+def fingerprint_settings(index: SimHashIndex) -> FingerprintSettings:
+    """Return the settings that fingerprint like the index: its bits, seed and featurizer.
+
+    Parameters
+    ----------
+    index : SimHashIndex
+        The saved index the batch is compared with.
+
+    Returns
+    -------
+    FingerprintSettings
+
+    Examples
+    --------
+    >>> fingerprint_settings(SimHashIndex(bits=64, seed=3)).bits
+    64
+    """
+    return FingerprintSettings(bits=index.bits, seed=index.seed, featurizer=index.featurizer)
+
+
+def index_radius(bits: int, measure: str, value: float) -> int:
+    """Return the Hamming radius within which a new document matches an indexed one.
+
+    Parameters
+    ----------
+    bits : int
+        Code length.
+    measure : {"cosine", "jaccard"}
+        The threshold's similarity (dedup's ``Threshold.measure``).
+    value : float
+        The threshold: the estimated cosine must reach it (for Jaccard, its cosine bound
+        ``2 J / (1 + J)``, as dedup searches).
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> index_radius(256, "cosine", 0.8), index_radius(256, "jaccard", 0.5)
+    (52, 68)
+    """
+    cosine = 2 * value / (1 + value) if measure == "jaccard" else value
+    return cosine_radius(cosine, bits)
+
+
+@dataclass(frozen=True)
+class IndexMatches:
+    """The indexed entry nearest to each cluster's kept document, where within the radius.
+
+    Attributes
+    ----------
+    matched : ndarray, shape (n_clusters,), dtype bool
+        Whether the cluster's kept document lies within the radius of an indexed code.
+    ids : ndarray, shape (n_clusters,)
+        The nearest indexed id (the index's ids: int64 with ``-1``, or objects with ``None``,
+        where unmatched).
+    distances : ndarray, shape (n_clusters,), dtype int32
+        Its Hamming distance (``-1`` where unmatched).
+    """
+
+    matched: np.ndarray
+    ids: np.ndarray
+    distances: np.ndarray
+
+    def kept(self, labels: np.ndarray, kept: np.ndarray) -> np.ndarray:
+        """Return the documents still kept: those kept whose cluster matched nothing indexed.
+
+        Parameters
+        ----------
+        labels : ndarray, shape (n,), dtype int64
+            Cluster of every document, ``0 .. n_clusters - 1``.
+        kept : ndarray, shape (n,), dtype bool
+            The documents kept within the batch.
+
+        Returns
+        -------
+        ndarray, shape (n,), dtype bool
+        """
+        return kept & ~self.matched[labels]
+
+
+def match_clusters(
+    index: SimHashIndex, codes: np.ndarray, kept_rows: np.ndarray, radius: int
+) -> IndexMatches:
+    """Find, for each cluster's kept document, the nearest indexed code within the radius.
+
+    Parameters
+    ----------
+    index : SimHashIndex
+        The saved index (exact kinds give exact answers; ``hnsw`` and ``ivf`` may miss).
+    codes : ndarray, shape (n, bits // 8), dtype uint8
+        The batch's codes, fingerprinted with `fingerprint_settings`.
+    kept_rows : ndarray, shape (n_clusters,), dtype int64
+        The kept document of every cluster.
+    radius : int
+        As `index_radius`.
+
+    Returns
+    -------
+    IndexMatches
+
+    Raises
+    ------
+    ValueError
+        Codes of another length than the index's.
+
+    Examples
+    --------
+    >>> index = SimHashIndex(bits=64)
+    >>> _ = index.add(["the cat sat on the mat"], ids=["old-1"])
+    >>> batch = index.to_codes(["The cat sat on the mat!", "a dog ran in the park"])
+    >>> found = match_clusters(index, batch, np.array([0, 1]), radius=3)
+    >>> found.matched.tolist(), found.ids.tolist()
+    ([True, False], ['old-1', None])
+    >>> found.kept(np.array([0, 1]), np.array([True, True])).tolist()
+    [False, True]
+    """
+    queries = index.to_codes(np.ascontiguousarray(codes)[kept_rows], name="codes")
+    if len(index) == 0 or queries.shape[0] == 0:
+        none = index.search(queries, k=1)  # the index's own "no result" ids
+        return IndexMatches(np.zeros(queries.shape[0], bool), none.ids[:, 0], none.distances[:, 0])
+    nearest = index.search(queries, k=1)
+    distances, ids = nearest.distances[:, 0], nearest.ids[:, 0]
+    matched = (distances >= 0) & (distances <= radius)
+    missing: Any = None if ids.dtype == object else -1
+    return IndexMatches(
+        matched,
+        np.where(matched, ids, missing).astype(ids.dtype),
+        np.where(matched, distances, -1).astype(np.int32),
+    )
+
+
+def add_kept(folder: str | Path, codes: np.ndarray, ids: Any) -> int:
+    """Add the kept documents' codes to a saved index, atomically, under its writer lock.
+
+    Parameters
+    ----------
+    folder : str or Path
+        The index folder (`SimHashIndex.save`).
+    codes : ndarray, shape (m, bits // 8), dtype uint8
+        Codes of the documents to add.
+    ids : sequence of int or str, length m, or None
+        Their ids (None: consecutive int64 ids after the largest stored).
+
+    Returns
+    -------
+    int
+        Documents added.
+
+    Raises
+    ------
+    ValueError, TypeError
+        As `SimHashIndex.add`: ids already in the index, string ids for an index of integer
+        ids, codes of the wrong length.
+    """
+    from gpusimhash.io.bundle import writing
+
+    with writing(folder):  # load, add, save: a concurrent add waits and keeps both
+        index = SimHashIndex.load(folder)
+        index.add(codes, ids)
+        index.save(folder)
+    return int(codes.shape[0])
