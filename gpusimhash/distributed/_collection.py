@@ -1,4 +1,4 @@
-"""Fingerprint collections that live beyond one machine, with Dask.
+"""Fingerprint Dask collections partition by partition.
 
 Fingerprints depend only on a document, the bits and the seed, never on batching, so every
 partition of a Dask collection is fingerprinted where it lives and the codes come back as one

@@ -1,0 +1,16 @@
+"""Beyond one machine, with Dask: fingerprint collections, or run the whole dedup on a cluster.
+
+* `fingerprint_collection` fingerprints the partitions of a Dask bag or Series where they live.
+* `dedup` runs the whole deduplication on a `dask.distributed` cluster, from partitioned files
+  (one partition per file) to one output part per partition, with the single-machine result.
+
+Install with ``pip install 'gpusimhash[dask]'``.
+"""
+
+from __future__ import annotations
+
+from gpusimhash.distributed._collection import fingerprint_collection
+from gpusimhash.distributed._pipeline import DistributedResult, dedup
+from gpusimhash.distributed.inputs import partition_paths
+
+__all__ = ["DistributedResult", "dedup", "fingerprint_collection", "partition_paths"]

@@ -1,0 +1,226 @@
+"""The distributed dedup gives the single-machine result for any workers and partitions.
+
+One process-based LocalCluster serves the module; tests scale it down (3, then 2, then 1
+worker) so that workers start once.
+"""
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+distributed = pytest.importorskip("distributed")
+
+from gpusimhash.datasets.synth import CorpusSpec, generate
+from gpusimhash.dedup.pipeline import dedup_file
+from gpusimhash.distributed import dedup
+from gpusimhash.io.readers import InputError
+
+N_DOCS = 1200
+FAST = {"bits": 128, "max_distance": 8}  # 9 pigeonhole tables of 14 bits
+
+
+def _records():
+    docs = list(generate(CorpusSpec(n_docs=N_DOCS, seed=5, max_length=40)))
+    records = [{"id": f"d{d.id}", "text": d.text, "score": (d.id * 7919) % 101} for d in docs]
+    # featureless documents, and copies of them
+    for k in (3, 500, 501, 1100):
+        records[k] = {"id": records[k]["id"], "text": "" if k % 2 else "  ", "score": k}
+    return records
+
+
+RECORDS = _records()
+
+
+def _write(records, path):
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    """The corpus as one file and as partitionings into 1, 4 and 7 files (one of them empty)."""
+    root = tmp_path_factory.mktemp("corpus")
+    _write(RECORDS, root / "all.jsonl")
+    layouts = {}
+    for n_parts in (1, 4, 7):
+        folder = root / f"parts{n_parts}"
+        folder.mkdir()
+        cuts = np.sort(np.random.default_rng(n_parts).integers(0, N_DOCS, n_parts - 1))
+        if n_parts == 7:
+            cuts[2] = cuts[1]  # an empty partition
+        bounds = [0, *cuts.tolist(), N_DOCS]
+        for p in range(n_parts):
+            _write(RECORDS[bounds[p] : bounds[p + 1]], folder / f"part{p:02d}.jsonl")
+        layouts[n_parts] = folder
+    return root, layouts
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with distributed.LocalCluster(
+        processes=True, n_workers=3, threads_per_worker=1, dashboard_address=None
+    ) as local:
+        yield local
+
+
+def _client_with(cluster, n_workers):
+    """Scale the module's cluster to ``n_workers`` (down only) and return a client."""
+    client = distributed.Client(cluster)
+    if len(cluster.workers) > n_workers:
+        cluster.scale(n_workers)
+        client.wait_for_workers(n_workers)
+        while len(client.scheduler_info()["workers"]) > n_workers:
+            client.sync(_sleep)
+    return client
+
+
+async def _sleep():
+    import asyncio
+
+    await asyncio.sleep(0.1)
+
+
+_SINGLE = {}
+
+
+def _single(root, options):
+    key = json.dumps(options, sort_keys=True)
+    if key not in _SINGLE:
+        out = root / f"single-{len(_SINGLE)}"
+        _SINGLE[key] = (dedup_file(root / "all.jsonl", out, id_field="id", **options), out)
+    return _SINGLE[key]
+
+
+def _assert_same(root, out, options):
+    single, single_out = _single(root, options)
+    fmt = options.get("output_format", "jsonl")
+    assert (out / f"duplicates.{fmt}").read_bytes() == (
+        single_out / f"duplicates.{fmt}"
+    ).read_bytes()
+    if fmt == "jsonl":
+        kept = [
+            json.loads(line)
+            for part in sorted((out / "kept").iterdir())
+            for line in part.read_text().splitlines()
+        ]
+        expected = [
+            json.loads(line) for line in (single_out / "kept.jsonl").read_text().splitlines()
+        ]
+        assert kept == expected
+    else:
+        import pyarrow.parquet as pq
+
+        kept = [
+            r for part in sorted((out / "kept").iterdir()) for r in pq.read_table(part).to_pylist()
+        ]
+        assert kept == pq.read_table(single_out / "kept.parquet").to_pylist()
+    return single
+
+
+RUNS = [
+    (3, 7, FAST),
+    (3, 4, {**FAST, "keep": "longest"}),
+    (3, 1, FAST),
+    (2, 4, FAST),
+    (2, 7, {**FAST, "cluster": "components", "keep": "score", "score_field": "score"}),
+    (2, 4, {**FAST, "verify": False}),
+    (2, 7, {**FAST, "min_jaccard": 0.6, "empty_as_duplicates": True}),
+    (2, 4, {**FAST, "output_format": "parquet"}),
+    (2, 7, {"max_distance": 12}),  # 64 bits: 13 tables of 4 and 5 bits, oversized buckets
+    (1, 4, FAST),
+]
+
+
+@pytest.mark.parametrize(("n_workers", "n_parts", "options"), RUNS)
+def test_same_result_as_one_machine(corpus, cluster, tmp_path, n_workers, n_parts, options):
+    root, layouts = corpus
+    with _client_with(cluster, n_workers) as client:
+        assert len(client.scheduler_info()["workers"]) == n_workers
+        result = dedup(layouts[n_parts], tmp_path, client=client, id_field="id", **options)
+    single = _assert_same(root, tmp_path, options)
+    np.testing.assert_array_equal(result.removed, np.flatnonzero(~single.kept))
+    for name in ("documents", "kept", "removed", "clusters", "largest_cluster"):
+        assert result.summary["results"][name] == single.summary["results"][name], name
+    assert result.summary["results"]["removed"] > 50
+    assert result.summary["cluster_sizes"] == single.summary["cluster_sizes"]
+    assert len(list((tmp_path / "kept").iterdir())) == n_parts
+
+
+def test_plain_text_partitions_number_documents_globally(cluster, tmp_path):
+    lines = [RECORDS[k]["text"] or "x" for k in range(300)] * 2
+    (tmp_path / "a.txt").write_text("\n".join(lines[:250]) + "\n")
+    (tmp_path / "b.txt").write_text("\n".join(lines[250:]) + "\n")
+    (tmp_path / "all.txt").write_text("\n".join(lines) + "\n")
+    single = dedup_file(tmp_path / "all.txt", tmp_path / "single", **FAST)
+    with _client_with(cluster, 2) as client:
+        dedup([tmp_path / "a.txt", tmp_path / "b.txt"], tmp_path / "dist", client=client, **FAST)
+    kept = [
+        json.loads(line)
+        for part in sorted((tmp_path / "dist" / "kept").iterdir())
+        for line in part.read_text().splitlines()
+    ]
+    assert [r["id"] for r in kept] == np.flatnonzero(single.kept).tolist()
+    assert (tmp_path / "dist" / "duplicates.jsonl").read_bytes() == (
+        tmp_path / "single" / "duplicates.jsonl"
+    ).read_bytes()
+
+
+def test_bad_partition_gives_the_single_machine_error(cluster, tmp_path):
+    _write(RECORDS[:10], tmp_path / "a.jsonl")
+    bad = RECORDS[10:20] + [{"id": "x", "body": "no text field"}]
+    _write(bad, tmp_path / "b.jsonl")
+    with pytest.raises(InputError) as single:
+        dedup_file(tmp_path / "b.jsonl", tmp_path / "single", id_field="id")
+    with _client_with(cluster, 2) as client, pytest.raises(InputError) as spread:
+        dedup(tmp_path, tmp_path / "dist", client=client, id_field="id")
+    assert str(spread.value) == str(single.value)
+    assert "b.jsonl, line 11: no field 'text'" in str(spread.value)
+
+
+def test_a_killed_worker_is_retried_with_the_same_result(corpus, cluster, tmp_path):
+    root, layouts = corpus
+    flag = tmp_path / "killed"
+
+    class KillOnce(distributed.WorkerPlugin):
+        """Kill the worker process when it starts the first join task (once: the flag)."""
+
+        name = "kill-once"
+
+        def transition(self, key, start, finish, **kwargs):
+            if finish == "executing" and "gpusimhash-table-" in str(key) and not flag.exists():
+                flag.write_text(str(os.getpid()))
+                os._exit(1)
+
+    with _client_with(cluster, 2) as client:
+        client.register_plugin(KillOnce())
+        try:
+            dedup(layouts[4], tmp_path / "out", client=client, id_field="id", **FAST)
+        finally:
+            client.unregister_worker_plugin("kill-once")
+    assert flag.exists()
+    _assert_same(root, tmp_path / "out", FAST)
+
+
+def test_unsupported_options_and_no_client(tmp_path):
+    _write(RECORDS[:5], tmp_path / "a.jsonl")
+    with pytest.raises(ValueError, match="does not support recall"):
+        dedup(tmp_path, tmp_path / "out", recall=0.9)
+    with pytest.raises(ValueError, match="no Dask client"):
+        dedup(tmp_path / "a.jsonl", tmp_path / "out")
+    with pytest.raises(FileNotFoundError, match="nothing"):
+        dedup(tmp_path / "nothing*.jsonl", tmp_path / "out")
+
+
+def test_outputs(corpus, cluster, tmp_path):
+    _, layouts = corpus
+    with _client_with(cluster, 1) as client:
+        result = dedup(layouts[4], tmp_path, client=client, id_field="id", **FAST)
+    summary = json.loads(Path(tmp_path / "summary.json").read_text())
+    assert summary["results"] == result.summary["results"]
+    shuffle = summary["distributed"]
+    assert shuffle["tables"] == 9
+    # (row, code) per distinct code and table: 8 + 16 bytes at 128 bits
+    distinct = summary["results"]["distinct_codes"]
+    assert shuffle["table_shuffle_bytes"] == 24 * distinct * 9

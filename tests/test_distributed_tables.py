@@ -1,0 +1,104 @@
+"""The bucket-by-bucket join of the distributed dedup, run in one process against the exact join."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpusimhash.codes import code_words
+from gpusimhash.distributed import _partitions as partitions
+from gpusimhash.distributed import _tables as tables
+from gpusimhash.search.exact import near_duplicate_groups
+
+
+def _distributed_pairs(codes, radius, n_parts, n_tasks, hashes=None):
+    """Collapse and join as the cluster does, with every task run here."""
+    n = codes.shape[0]
+    words = code_words(codes)
+    hashes = np.zeros(n, np.uint64) if hashes is None else hashes
+    rows = np.arange(n, dtype=np.int64)
+    # partitions route their documents by code hash; the collapse tasks take every piece
+    pieces = [[] for _ in range(n_tasks)]
+    for part in np.array_split(rows, n_parts):
+        task = partitions.mix_words(words[part]) % np.uint64(n_tasks)
+        for b in range(n_tasks):
+            chosen = part[task == b]
+            pieces[b].append((chosen, words[chosen], hashes[chosen]))
+    collapsed = [tables.collapse(p, words.shape[1]) for p in pieces]
+    both = np.concatenate([np.zeros((0, 2), np.int64), *(c.code_units for c in collapsed)])
+    code_units = both[np.lexsort((both[:, 1], both[:, 0]))]
+    blocks = tables.pigeonhole_blocks(codes.shape[1] * 8, radius)
+    split = [tables.table_pieces(c, blocks, n_tasks) for c in collapsed]
+    found = [
+        tables.join_table(
+            [s[t][j] for s in split], t, blocks, codes.shape[1] * 8, radius, code_units
+        )
+        for t in range(len(blocks))
+        for j in range(n_tasks)
+    ]
+    same = [c.same_code for c in collapsed]
+    return np.concatenate([np.zeros((0, 2), np.int64), *found, *same]), collapsed
+
+
+def _expected_pairs(codes, radius):
+    """Pairs of distinct codes (named by their lowest row), lexicographically smaller first."""
+    groups = near_duplicate_groups(codes, max_distance=radius)
+    lowest = np.full(groups.n_unique, codes.shape[0])
+    np.minimum.at(lowest, groups.inverse, np.arange(codes.shape[0]))
+    return lowest[groups.unique_pairs]
+
+
+def _codes(draw_seed, n, n_bytes, flips):
+    rng = np.random.default_rng(draw_seed)
+    base = rng.integers(0, 256, (max(1, n // 4), n_bytes), dtype=np.uint8)
+    codes = base[rng.integers(0, base.shape[0], n)]
+    bits = np.unpackbits(codes, axis=1, bitorder="little")
+    flip = rng.random(bits.shape) < flips
+    return np.packbits(bits ^ flip, axis=1, bitorder="little")
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(0, 300),
+    n_bytes=st.sampled_from([1, 8, 9, 16]),
+    radius=st.integers(0, 20),
+    n_parts=st.integers(1, 4),
+    n_tasks=st.integers(1, 5),
+    flips=st.sampled_from([0.0, 0.02, 0.1]),
+)
+def test_every_pair_once_from_exactly_one_table(seed, n, n_bytes, radius, n_parts, n_tasks, flips):
+    codes = _codes(seed, n, n_bytes, flips)
+    found, _ = _distributed_pairs(codes, radius, n_parts, n_tasks)
+    expected = _expected_pairs(codes, radius)
+    # each pair once, in the single-machine orientation
+    assert len(found) == len(np.unique(found, axis=0))
+    assert sorted(map(tuple, found.tolist())) == sorted(map(tuple, expected.tolist()))
+
+
+def test_oversized_buckets_go_to_the_exact_join(monkeypatch):
+    monkeypatch.setattr(tables, "BUCKET_CAP", 4)
+    codes = _codes(3, 400, 8, 0.05)
+    found, _ = _distributed_pairs(codes, 9, 2, 3)
+    expected = _expected_pairs(codes, 9)
+    assert sorted(map(tuple, found.tolist())) == sorted(map(tuple, expected.tolist()))
+
+
+def test_units_share_a_code_and_features():
+    codes = np.array([[5], [5], [5], [9], [5]], dtype=np.uint8)
+    hashes = np.array([1, 2, 1, 7, 2], dtype=np.uint64)
+    found, collapsed = _distributed_pairs(codes, 0, 2, 1, hashes)
+    (c,) = collapsed
+    # units {0, 2} and {1, 4} of code 5: one same-code candidate pair, no pair of different codes
+    assert found.tolist() == [[0, 1]]
+    assert sorted(c.members.tolist()) == [[0, 0], [1, 1], [2, 0], [4, 1]]
+    assert c.code_units.tolist() == [[0, 0], [0, 1]]
+
+
+@pytest.mark.parametrize(("bits", "radius"), [(64, 3), (128, 7), (256, 2), (64, 64), (8, 9)])
+def test_pigeonhole_blocks_are_disjoint_and_enough(bits, radius):
+    blocks = tables.pigeonhole_blocks(bits, radius)
+    assert len(blocks) == (radius + 1 if radius < bits else 1)
+    ends = [lo + width for lo, width in blocks]
+    assert all(end <= lo for end, (lo, _) in zip(ends, blocks[1:], strict=False))
+    assert all(width <= tables.MAX_KEY_BITS for _, width in blocks)
