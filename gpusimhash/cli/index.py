@@ -27,6 +27,7 @@ DEFAULT_K = 10
 if TYPE_CHECKING:
     import numpy as np
 
+    from gpusimhash.io.lines import LineBatch
     from gpusimhash.io.readers import DocumentBatch
     from gpusimhash.search.index import SimHashIndex
 
@@ -136,7 +137,9 @@ def _integer(value: Any) -> int | None:
         return None
 
 
-def _batch_ids(index: SimHashIndex, batch: DocumentBatch, path: Path, field: str) -> list[Any]:
+def _batch_ids(
+    index: SimHashIndex, batch: DocumentBatch | LineBatch, path: Path, field: str
+) -> list[Any]:
     """Return a batch's ids for this index: integers, or strings for an index of string ids."""
     values = list(batch.ids)
     for k, value in enumerate(values):
@@ -161,6 +164,7 @@ def _batch_ids(index: SimHashIndex, batch: DocumentBatch, path: Path, field: str
 def _fill(index: SimHashIndex, args: argparse.Namespace, path: Path, *, first_build: bool) -> int:
     """Fingerprint the file in batches and add it to the index; return documents added."""
     from gpusimhash import fingerprint
+    from gpusimhash.io.lines import document_batches
     from gpusimhash.io.readers import read_batches
 
     def batches() -> Iterator[DocumentBatch]:
@@ -178,8 +182,14 @@ def _fill(index: SimHashIndex, args: argparse.Namespace, path: Path, *, first_bu
         index.featurizer.fit(texts)
     added = 0
     bar = progress(desc="index", unit="doc") if progress else None
-    try:
-        for batch in batches():
+    try:  # plain text as UTF-8 bytes (LineBatch): no string per line
+        for batch in document_batches(
+            path,
+            format=args.format,
+            text_field=args.text_field,
+            id_field=args.id_field,
+            batch_size=args.batch_size,
+        ):
             codes = fingerprint(
                 batch.texts,
                 bits=index.bits,
