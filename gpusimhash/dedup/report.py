@@ -1,255 +1,205 @@
-"""A Markdown report of a deduplication run, with PNG plots.
+"""A Markdown report of a deduplication run, with PNG plots: what was removed, and why.
 
-``write_report`` writes ``report.md`` and three plots into a folder: the distribution of Hamming
-distances between the near-duplicate pairs found (against random pairs), the estimated against the
-true cosine of sampled pairs, and the distribution of cluster sizes. Plots need matplotlib
-(a dependency; where it is missing the report is written without them).
+``write_report`` writes ``report.md`` and three plots into a folder:
+
+- the largest clusters, the kept text next to its members' texts (excerpts), each member with
+  the edge that put it there (its similarity and Hamming distance to the kept document);
+- around the threshold: the distances from sampled documents to all their neighbours up to a
+  little beyond the candidate radius, and the pairs just beyond it with their true cosines
+  (those at or above the threshold are near-duplicates the candidate search can miss);
+- the estimated against the true cosine of sampled pairs; cluster sizes on log-log axes.
+
+Plots need matplotlib (a dependency; where it is missing the report is written without them).
+The pipeline samples (`sample_pairs`) before its second pass, which collects the texts of the
+rows named, then computes true cosines (`sampled_cosines`) and writes (`write_report`).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import faiss
 import numpy as np
 
 from gpusimhash import _segments
 from gpusimhash.codes import estimate_cosine, hamming
+from gpusimhash.dedup import _report_plots as plots
+from gpusimhash.dedup._report_plots import PLOTS
 from gpusimhash.evaluation import true_cosines
 from gpusimhash.io._atomic import atomic_path
 from gpusimhash.search._join import DuplicateGroups
 from gpusimhash.text import TextFeaturizer
 
-# near-duplicate pairs and random pairs sampled for the plots, at most
+__all__ = ["PLOTS", "ClusterView", "sample_pairs", "sampled_cosines", "write_report"]
+
+# near-duplicate pairs, pairs just beyond the radius and random pairs sampled, at most (each)
 SAMPLED_PAIRS = 1500
-PLOTS = {
-    "hamming": "hamming_distances.png",
-    "cosine": "estimated_vs_true_cosine.png",
-    "clusters": "cluster_sizes.png",
-}
+# documents whose whole neighbourhood is searched, and the (query x code) work allowed for it
+NEIGHBOURHOOD_QUERIES = 1000
+NEIGHBOURHOOD_WORK = 400_000_000
+CODES_PER_SCAN = 1 << 20  # codes in one FAISS flat index at a time (bounds the copy)
+EXAMPLE_CLUSTERS = 10  # the largest clusters shown
+EXAMPLE_MEMBERS = 5  # members shown per cluster: the least similar to the kept one first
+EXCERPT = 160  # characters of text shown
 
 
-def _pyplot() -> Any:
-    """Return matplotlib.pyplot on a file-only backend, or None without matplotlib."""
-    try:
-        import matplotlib
-    except ImportError:
-        return None
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+@dataclass(frozen=True)
+class ClusterView:
+    """What the report needs of a clustering.
 
-    return plt
-
-
-def _save(fig: Any, path: Path) -> None:
-    """Save a figure atomically and close it."""
-    try:
-        with atomic_path(path) as name:
-            fig.savefig(name, dpi=110, format="png")
-    finally:
-        fig.clf()
-
-
-def plot_hamming(
-    plt: Any, path: Path, bits: int, found: np.ndarray, random: np.ndarray, radius: int
-) -> None:
-    """Histogram of Hamming distances: the pairs found against random pairs."""
-    fig, ax = plt.subplots(figsize=(6.4, 4))
-    edges = np.arange(-0.5, bits + 1.5, max(1, bits // 64))
-    if random.size:
-        ax.hist(random, bins=edges, alpha=0.6, label=f"random pairs ({random.size})", density=True)
-    if found.size:
-        ax.hist(
-            found,
-            bins=edges,
-            alpha=0.6,
-            label=f"pairs found, distinct codes ({found.size})",
-            density=True,
-        )
-    ax.axvline(radius + 0.5, color="black", linestyle=":", label=f"radius {radius}")
-    ax.set_xlabel(f"Hamming distance ({bits}-bit codes)")
-    ax.set_ylabel("fraction of pairs")
-    ax.set_title("Hamming distances")
-    ax.legend()
-    fig.tight_layout()
-    _save(fig, path)
-    plt.close(fig)
-
-
-def plot_cosines(
-    plt: Any, path: Path, estimated: np.ndarray, true: np.ndarray, found: np.ndarray
-) -> None:
-    """Scatter of estimated against true cosine, pairs found and random pairs apart."""
-    fig, ax = plt.subplots(figsize=(5.6, 5))
-    for mask, label in ((~found, "random pairs"), (found, "pairs found")):
-        ax.scatter(true[mask], estimated[mask], s=6, alpha=0.5, label=f"{label} ({mask.sum()})")
-    ax.plot([-1, 1], [-1, 1], color="grey", linewidth=1)
-    ax.set_xlim(min(0.0, np.nanmin(true, initial=0.0)), 1.02)
-    ax.set_ylim(min(0.0, np.nanmin(estimated, initial=0.0)), 1.02)
-    ax.set_xlabel("true cosine (weighted features)")
-    ax.set_ylabel("estimated cosine cos(pi d / bits)")
-    ax.set_title("Estimated against true cosine")
-    ax.legend(loc="upper left")
-    fig.tight_layout()
-    _save(fig, path)
-    plt.close(fig)
-
-
-def plot_cluster_sizes(plt: Any, path: Path, sizes: np.ndarray) -> None:
-    """Plot the number of clusters of each size (size >= 2), log scale."""
-    fig, ax = plt.subplots(figsize=(6.4, 4))
-    if sizes.size:
-        values, counts = np.unique(sizes, return_counts=True)
-        ax.bar(values, counts, width=0.8)
-        ax.set_yscale("log")
-        ax.xaxis.get_major_locator().set_params(integer=True)
-    ax.set_xlabel("cluster size (documents)")
-    ax.set_ylabel("clusters")
-    ax.set_title("Near-duplicate cluster sizes")
-    fig.tight_layout()
-    _save(fig, path)
-    plt.close(fig)
-
-
-def _table(rows: list[tuple[str, Any]]) -> str:
-    """Render a two-column Markdown table."""
-    lines = ["| | |", "|---|---|"]
-    lines += [f"| {key} | {value} |" for key, value in rows]
-    return "\n".join(lines)
-
-
-def _fmt(value: Any) -> str:
-    """Format a number for a table."""
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    if isinstance(value, int):
-        return f"{value:,}"
-    return str(value)
-
-
-def write_report(
-    folder: str | Path,
-    summary: dict[str, Any],
-    *,
-    found_distances: np.ndarray,
-    random_distances: np.ndarray,
-    estimated: np.ndarray,
-    true: np.ndarray,
-    sampled_found: np.ndarray,
-    cluster_sizes: np.ndarray,
-) -> Path:
-    """Write ``report.md`` and its plots into ``folder``.
-
-    Parameters
+    Attributes
     ----------
-    folder : str or Path
-        An existing folder.
-    summary : dict
-        The run's summary: ``settings``, ``results``, optional ``ground_truth`` (each a flat
-        dict) and ``files`` (names of the run's output files).
-    found_distances, random_distances : ndarray of int
-        Hamming distances of the pairs found and of random pairs.
-    estimated, true : ndarray of float, same shape
-        Estimated and true cosines of sampled pairs (NaN true cosines are left out).
-    sampled_found : ndarray of bool, same shape
-        Which sampled pairs are near-duplicates found (the others are random pairs).
-    cluster_sizes : ndarray of int
-        Size of every cluster of two or more documents.
+    labels : ndarray, shape (n,), dtype int64
+        Cluster of every document, ``0 .. n_clusters - 1``.
+    kept_rows : ndarray, shape (n_clusters,), dtype int64
+        The kept document of every cluster.
+    similarity : ndarray, shape (n,), dtype float64
+        Every document's similarity to its kept document (NaN where not measured).
+    """
 
-    Returns
-    -------
-    Path
-        The report file.
+    labels: np.ndarray
+    kept_rows: np.ndarray
+    similarity: np.ndarray
+
+
+def reach(bits: int, radius: int) -> int:
+    """Return the largest distance the neighbourhood sample looks at: a margin past the radius.
 
     Examples
     --------
-    >>> import tempfile
-    >>> e = np.array([], dtype=float)
-    >>> path = write_report(tempfile.mkdtemp(), {"settings": {"bits": 64}, "results": {}},
-    ...     found_distances=e, random_distances=e, estimated=e, true=e,
-    ...     sampled_found=e.astype(bool), cluster_sizes=e)
-    >>> path.name
-    'report.md'
+    >>> reach(64, 3), reach(256, 68), reach(64, 64)
+    (7, 85, 64)
     """
-    folder = Path(folder)
-    settings = summary.get("settings", {})
-    bits = int(settings.get("bits", 64))
-    radius = int(settings.get("max_distance", 0))
-    lines = ["# gpusimhash deduplication report", ""]
-    if "input" in summary:
-        lines += [f"Input: `{summary['input']}`", ""]
-    lines += ["## Settings", "", _table([(k, _fmt(v)) for k, v in settings.items()]), ""]
-    lines += ["## Results", "", _table([(k, _fmt(v)) for k, v in summary["results"].items()]), ""]
-    if summary.get("ground_truth"):
-        truth = summary["ground_truth"]
-        lines += [
-            "## Against the ground truth",
-            "",
-            _table([(k, _fmt(v)) for k, v in truth.items()]),
-        ]
-        lines += [""]
-    plt = _pyplot()
-    if plt is None:
-        lines += ["Plots need matplotlib: `pip install matplotlib`.", ""]
-    else:
-        keep = ~np.isnan(true)
-        plot_hamming(
-            plt, folder / PLOTS["hamming"], bits, found_distances, random_distances, radius
-        )
-        plot_cosines(
-            plt, folder / PLOTS["cosine"], estimated[keep], true[keep], sampled_found[keep]
-        )
-        plot_cluster_sizes(plt, folder / PLOTS["clusters"], cluster_sizes)
-        lines += [
-            "## Plots",
-            "",
-            "Hamming distances of the near-duplicate pairs found and of random pairs:",
-            "",
-            f"![Hamming distances]({PLOTS['hamming']})",
-            "",
-            (
-                "Estimated cosine (from the codes) against the true cosine of the weighted "
-                "features, for a sample of pairs found and of random pairs:"
-            ),
-            "",
-            f"![Estimated against true cosine]({PLOTS['cosine']})",
-            "",
-            "Sizes of the near-duplicate clusters:",
-            "",
-            f"![Cluster sizes]({PLOTS['clusters']})",
-            "",
-        ]
-    if summary.get("files"):
-        lines += ["## Files", ""] + [
-            f"- `{name}`: {what}" for name, what in summary["files"].items()
-        ]
-        lines += [""]
-    path = folder / "report.md"
-    with atomic_path(path) as name:
-        Path(name).write_text("\n".join(lines), encoding="utf-8")
-    return path
+    return min(bits, radius + max(4, radius // 4))
 
 
-def sample_pairs(groups: DuplicateGroups, codes: np.ndarray, seed: int) -> dict[str, np.ndarray]:
-    """Pick near-duplicate pairs and random pairs for the report's plots.
+def _neighbourhood(codes: np.ndarray, queries: np.ndarray, limit: int) -> tuple[np.ndarray, ...]:
+    """Every (query, row, distance) with distance <= limit, the query's own row left out."""
+    bits = codes.shape[1] * 8
+    found: list[tuple[np.ndarray, ...]] = []
+    for start in range(0, codes.shape[0], CODES_PER_SCAN):
+        flat = faiss.IndexBinaryFlat(bits)
+        flat.add(np.ascontiguousarray(codes[start : start + CODES_PER_SCAN]))
+        lims, distances, rows = flat.range_search(codes[queries], limit + 1)  # FAISS: d < limit
+        query = queries[_segments.segment_of(np.diff(lims.astype(np.int64)))]
+        found.append((query, rows.astype(np.int64) + start, distances.astype(np.int64)))
+    query, rows, distances = (np.concatenate(parts) for parts in zip(*found, strict=True))
+    other = query != rows
+    return query[other], rows[other], distances[other]
+
+
+def _examples(clusters: ClusterView, codes: np.ndarray) -> list[dict[str, Any]]:
+    """Pick the largest clusters: kept row and the members least similar to it, with edges."""
+    sizes = np.bincount(clusters.labels) if clusters.labels.size else np.zeros(0, np.int64)
+    largest = np.lexsort((np.arange(sizes.size), -sizes))[:EXAMPLE_CLUSTERS]
+    largest = largest[sizes[largest] > 1]
+    order = np.argsort(clusters.labels, kind="stable")
+    starts = _segments.starts(sizes) if sizes.size else np.zeros(0, np.int64)
+    examples = []
+    for label in largest.tolist():
+        kept = int(clusters.kept_rows[label])
+        rows = order[starts[label] : starts[label] + sizes[label]]
+        rows = rows[rows != kept]
+        similarity = np.nan_to_num(clusters.similarity[rows], nan=np.inf)
+        rows = rows[np.lexsort((rows, similarity))][:EXAMPLE_MEMBERS]
+        distances = hamming(codes[rows], np.broadcast_to(codes[kept], (rows.size, codes.shape[1])))
+        examples.append(
+            {
+                "size": int(sizes[label]),
+                "kept": kept,
+                "members": rows.tolist(),
+                "similarities": clusters.similarity[rows].tolist(),
+                "distances": np.asarray(distances).tolist(),
+            }
+        )
+    return examples
+
+
+def sample_pairs(
+    groups: DuplicateGroups,
+    codes: np.ndarray,
+    seed: int,
+    *,
+    clusters: ClusterView | None = None,
+) -> dict[str, Any]:
+    """Pick what the report shows: pairs found, pairs just beyond the radius, random pairs.
 
     Parameters
     ----------
     groups : DuplicateGroups
-        The join's result.
+        The near-duplicate pairs (distinct codes), and the radius (``max_distance``).
     codes : ndarray, shape (n, bits // 8), dtype uint8
         Every document's code.
     seed : int
         Seed of the sampling.
+    clusters : ClusterView, optional
+        The clustering: adds the largest clusters as examples.
 
     Returns
     -------
     dict
-        ``pairs`` (int64, (m, 2): up to ``SAMPLED_PAIRS`` found pairs, then random pairs),
-        ``found`` (bool per pair), ``rows`` (the documents in them, sorted),
-        ``found_distances`` (of every found pair) and ``random_distances``.
+        ``pairs`` (int64, (m, 2)) and ``kind`` (``"found"``, ``"beyond"`` or ``"random"`` per
+        pair); ``rows`` (every document whose text the report needs, sorted);
+        ``found_distances`` (of every pair found) and ``random_distances``;
+        ``neighbourhood`` (distances from sampled documents to all documents up to `reach`),
+        ``radius``, ``reach`` and ``sampled_documents``; ``examples`` (the largest clusters).
+
+    Examples
+    --------
+    >>> from gpusimhash import near_duplicate_groups
+    >>> codes = np.array([[0], [0], [1], [255]], dtype=np.uint8)
+    >>> sample = sample_pairs(near_duplicate_groups(codes, max_distance=0), codes, seed=0)
+    >>> sample["found_distances"].tolist(), sample["reach"], sample["neighbourhood"].tolist()
+    ([0], 4, [0, 1, 0, 1, 1, 1])
     """
     rng = np.random.default_rng(seed)
+    n, bits = codes.shape[0], codes.shape[1] * 8
+    radius = int(groups.max_distance)
+    found, found_distances = _found_pairs(groups, codes)
+    if len(found) > SAMPLED_PAIRS:
+        found = found[rng.choice(len(found), SAMPLED_PAIRS, replace=False)]
+    random = rng.integers(0, n, size=(SAMPLED_PAIRS if n > 1 else 0, 2))
+    random = random[random[:, 0] != random[:, 1]]
+    random_distances = (
+        hamming(codes[random[:, 0]], codes[random[:, 1]]) if len(random) else np.zeros(0, np.int32)
+    )
+    limit = reach(bits, radius)
+    queries = np.sort(
+        rng.choice(
+            n,
+            min(n, NEIGHBOURHOOD_QUERIES, max(20, NEIGHBOURHOOD_WORK // max(n, 1))),
+            replace=False,
+        )
+    )
+    query, row, distance = (
+        _neighbourhood(codes, queries, limit) if n else (np.zeros(0, np.int64),) * 3
+    )
+    beyond_at = np.flatnonzero(distance > radius)
+    if beyond_at.size > SAMPLED_PAIRS:
+        beyond_at = rng.choice(beyond_at, SAMPLED_PAIRS, replace=False)
+    beyond = np.stack([query[beyond_at], row[beyond_at]], axis=1)
+    pairs = np.concatenate([found, beyond, random]).astype(np.int64).reshape(-1, 2)
+    kind = np.repeat(["found", "beyond", "random"], [len(found), len(beyond), len(random)])
+    examples = _examples(clusters, codes) if clusters is not None else []
+    shown = [r for e in examples for r in (e["kept"], *e["members"])]
+    return {
+        "pairs": pairs,
+        "kind": kind,
+        "rows": np.unique(np.concatenate([pairs.ravel(), np.array(shown, np.int64)])),
+        "found_distances": np.asarray(found_distances),
+        "random_distances": np.asarray(random_distances),
+        "neighbourhood": distance,
+        "radius": radius,
+        "reach": limit,
+        "sampled_documents": int(queries.size),
+        "examples": examples,
+    }
+
+
+def _found_pairs(groups: DuplicateGroups, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One document pair per pair of distinct codes, and one per repeated code; distances."""
     n = codes.shape[0]
     first_row = np.full(groups.n_unique, -1, dtype=np.int64)
     first_row[groups.inverse[::-1]] = np.arange(n)[::-1]
@@ -259,37 +209,20 @@ def sample_pairs(groups: DuplicateGroups, codes: np.ndarray, seed: int) -> dict[
     second_row = np.full(groups.n_unique, -1, dtype=np.int64)
     if repeated.size:
         order = np.argsort(groups.inverse, kind="stable")
-        starts = _segments.starts(sizes)
-        second_row[repeated] = order[starts[repeated] + 1]
+        second_row[repeated] = order[_segments.starts(sizes)[repeated] + 1]
     identical = np.stack([first_row[repeated], second_row[repeated]], axis=1)
-    all_found = np.concatenate([found, identical]).astype(np.int64)
-    distances = (
-        hamming(codes[all_found[:, 0]], codes[all_found[:, 1]]) if len(all_found) else np.zeros(0)
-    )
-    if len(all_found) > SAMPLED_PAIRS:
-        all_found = all_found[rng.choice(len(all_found), SAMPLED_PAIRS, replace=False)]
-    random = rng.integers(0, n, size=(SAMPLED_PAIRS if n > 1 else 0, 2))
-    random = random[random[:, 0] != random[:, 1]]
-    random_distances = (
-        hamming(codes[random[:, 0]], codes[random[:, 1]]) if len(random) else (np.zeros(0))
-    )
-    pairs = np.concatenate([all_found, random]).astype(np.int64)
-    return {
-        "pairs": pairs,
-        "found": np.r_[np.ones(len(all_found), bool), np.zeros(len(random), bool)],
-        "rows": np.unique(pairs),
-        "found_distances": np.asarray(distances),
-        "random_distances": np.asarray(random_distances),
-    }
+    pairs = np.concatenate([found, identical]).astype(np.int64)
+    distances = hamming(codes[pairs[:, 0]], codes[pairs[:, 1]]) if len(pairs) else np.zeros(0)
+    return pairs, np.asarray(distances)
 
 
 def sampled_cosines(
-    sample: dict[str, np.ndarray],
+    sample: dict[str, Any],
     texts: dict[int, str],
     codes: np.ndarray,
     featurizer: TextFeaturizer,
-) -> dict[str, np.ndarray]:
-    """Estimated and true cosines of the sampled pairs: the plots' data.
+) -> dict[str, Any]:
+    """Estimated and true cosines of the sampled pairs, and the examples' texts.
 
     Parameters
     ----------
@@ -310,10 +243,245 @@ def sampled_cosines(
     a, b = sample["pairs"][:, 0], sample["pairs"][:, 1]
     true = true_cosines(featurizer, [texts[r] for r in a], [texts[r] for r in b])
     estimated = estimate_cosine(codes[a], codes[b]) if a.size else np.zeros(0)
+    examples = [
+        {
+            **example,
+            "kept_text": texts[example["kept"]],
+            "member_texts": [texts[r] for r in example["members"]],
+        }
+        for example in sample["examples"]
+    ]
     return {
         "found_distances": sample["found_distances"],
         "random_distances": sample["random_distances"],
         "estimated": estimated,
         "true": true,
-        "sampled_found": sample["found"],
+        "sampled_found": sample["kind"] == "found",
+        "sampled_beyond": sample["kind"] == "beyond",
+        "neighbourhood": {key: sample[key] for key in ("neighbourhood", "radius", "reach")}
+        | {"documents": sample["sampled_documents"]},
+        "examples": examples,
     }
+
+
+def _table(rows: list[tuple[str, Any]]) -> str:
+    """Render a two-column Markdown table."""
+    lines = ["| | |", "|---|---|"]
+    lines += [f"| {key} | {value} |" for key, value in rows]
+    return "\n".join(lines)
+
+
+def _fmt(value: Any) -> str:
+    """Format a number for a table."""
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def excerpt(text: str, width: int = EXCERPT) -> str:
+    r"""Return the start of a text on one line, safe inside a Markdown table cell.
+
+    Examples
+    --------
+    >>> excerpt("a | b\nc", 80), excerpt("x" * 10, 4)
+    ('a \\| b c', 'xxx…')
+    """
+    flat = " ".join(text.split())
+    if len(flat) > width:
+        flat = flat[: width - 1] + "…"
+    return flat.replace("\\", "\\\\").replace("|", "\\|").replace("`", "\\`")
+
+
+def _examples_section(examples: list[dict[str, Any]], threshold: float | None) -> list[str]:
+    """Render the largest clusters, kept text and members side by side."""
+    if not examples:
+        return []
+    lines = [
+        "## Largest clusters",
+        "",
+        f"The {len(examples)} largest clusters: the kept document and up to {EXAMPLE_MEMBERS} "
+        "members, the least similar to it first. Each member's edge is the pair that put it in "
+        "the cluster: its similarity to the kept document and their Hamming distance"
+        + ("; ⚠ marks an edge below the threshold (a chain)." if threshold is not None else "."),
+        "",
+    ]
+    for number, example in enumerate(examples, start=1):
+        lines += [
+            f"### {number}. {example['size']:,} documents, row {example['kept']} kept",
+            "",
+            "| row | similarity | distance | text |",
+            "|---|---|---|---|",
+            f"| {example['kept']} (kept) | | | {excerpt(example['kept_text'])} |",
+        ]
+        for row, similarity, distance, text in zip(
+            example["members"],
+            example["similarities"],
+            example["distances"],
+            example["member_texts"],
+            strict=True,
+        ):
+            shown = "n/a" if np.isnan(similarity) else f"{similarity:.3f}"
+            if threshold is not None and not np.isnan(similarity) and similarity < threshold:
+                shown += " ⚠"
+            lines.append(f"| {row} | {shown} | {distance} | {excerpt(text)} |")
+        lines.append("")
+    return lines
+
+
+def _threshold_section(
+    neighbourhood: dict[str, Any], true: np.ndarray, beyond: np.ndarray, cosine: float | None
+) -> list[str]:
+    """How many neighbours lie around the radius, and how many just beyond it are similar."""
+    distances, radius = neighbourhood["neighbourhood"], neighbourhood["radius"]
+    lines = [
+        "## Around the threshold",
+        "",
+        (
+            f"Neighbours of {neighbourhood['documents']:,} sampled documents up to distance "
+            f"{neighbourhood['reach']}: {int((distances <= radius).sum()):,} within the candidate "
+            f"radius {radius}, {int((distances > radius).sum()):,} beyond it."
+        ),
+    ]
+    measured = beyond & ~np.isnan(true)
+    if cosine is not None and measured.any():
+        missed = int((true[measured] >= cosine).sum())
+        lines[-1] += (
+            f" Of {int(measured.sum()):,} sampled pairs just beyond the radius, {missed:,} have a "
+            f"true cosine at or above {cosine:g}: near-duplicates the candidate search does not "
+            "propose (raise `--candidate-recall` or `--max-distance` if that matters)."
+        )
+    return [*lines, ""]
+
+
+def write_report(
+    folder: str | Path,
+    summary: dict[str, Any],
+    *,
+    found_distances: np.ndarray,
+    random_distances: np.ndarray,
+    estimated: np.ndarray,
+    true: np.ndarray,
+    sampled_found: np.ndarray,
+    cluster_sizes: np.ndarray,
+    sampled_beyond: np.ndarray | None = None,
+    neighbourhood: dict[str, Any] | None = None,
+    examples: list[dict[str, Any]] | None = None,
+) -> Path:
+    """Write ``report.md`` and its plots into ``folder``.
+
+    Parameters
+    ----------
+    folder : str or Path
+        An existing folder.
+    summary : dict
+        The run's summary: ``settings`` (``bits``, ``max_distance``, and ``similarity`` and
+        ``threshold`` for the threshold's lines), ``results``, optional ``ground_truth`` (each
+        a flat dict) and ``files`` (names of the run's output files).
+    found_distances, random_distances : ndarray of int
+        Hamming distances of the pairs found and of random pairs.
+    estimated, true : ndarray of float, same shape
+        Estimated and true cosines of sampled pairs (NaN true cosines are left out).
+    sampled_found : ndarray of bool, same shape
+        Which sampled pairs are near-duplicates found.
+    cluster_sizes : ndarray of int
+        Size of every cluster of two or more documents.
+    sampled_beyond : ndarray of bool, same shape, optional
+        Which sampled pairs lie just beyond the radius (the rest are random pairs).
+    neighbourhood : dict, optional
+        ``neighbourhood`` (distances), ``radius``, ``reach`` and ``documents``, as
+        `sampled_cosines` gives.
+    examples : list of dict, optional
+        The largest clusters with their texts, as `sampled_cosines` gives.
+
+    Returns
+    -------
+    Path
+        The report file.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> e = np.array([], dtype=float)
+    >>> path = write_report(tempfile.mkdtemp(), {"settings": {"bits": 64}, "results": {}},
+    ...     found_distances=e, random_distances=e, estimated=e, true=e,
+    ...     sampled_found=e.astype(bool), cluster_sizes=e)
+    >>> path.name
+    'report.md'
+    """
+    folder = Path(folder)
+    settings = summary.get("settings", {})
+    bits = int(settings.get("bits", 64))
+    radius = int(settings.get("max_distance", 0))
+    cosine = settings.get("threshold") if settings.get("similarity") == "cosine" else None
+    beyond = np.zeros(true.shape, bool) if sampled_beyond is None else sampled_beyond
+    kind = np.where(sampled_found, "found", np.where(beyond, "beyond", "random"))
+    if neighbourhood is None:
+        neighbourhood = {"neighbourhood": np.zeros(0, np.int64), "radius": radius, "reach": radius}
+        neighbourhood["documents"] = 0
+    lines = ["# gpusimhash deduplication report", ""]
+    if "input" in summary:
+        lines += [f"Input: `{summary['input']}`", ""]
+    lines += ["## Settings", "", _table([(k, _fmt(v)) for k, v in settings.items()]), ""]
+    lines += ["## Results", "", _table([(k, _fmt(v)) for k, v in summary["results"].items()]), ""]
+    if summary.get("ground_truth"):
+        truth = summary["ground_truth"]
+        lines += [
+            "## Against the ground truth",
+            "",
+            _table([(k, _fmt(v)) for k, v in truth.items()]),
+        ]
+        lines += [""]
+    lines += _examples_section(examples or [], settings.get("threshold"))
+    lines += _threshold_section(neighbourhood, true, beyond, cosine)
+    plt = plots.pyplot()
+    if plt is None:
+        lines += ["Plots need matplotlib: `pip install matplotlib`.", ""]
+    else:
+        keep = ~np.isnan(true)
+        distances = {"found": found_distances, "random": random_distances}
+        plots.plot_hamming(
+            plt,
+            folder / PLOTS["hamming"],
+            bits,
+            radius,
+            distances,
+            neighbourhood["neighbourhood"],
+            int(neighbourhood["reach"]),
+        )
+        plots.plot_cosines(
+            plt, folder / PLOTS["cosine"], estimated[keep], true[keep], kind[keep], cosine
+        )
+        plots.plot_cluster_sizes(plt, folder / PLOTS["clusters"], cluster_sizes)
+        lines += [
+            "## Plots",
+            "",
+            (
+                "Hamming distances of the near-duplicate pairs found and of random pairs (left), "
+                "and of every neighbour of the sampled documents around the radius (right):"
+            ),
+            "",
+            f"![Hamming distances]({PLOTS['hamming']})",
+            "",
+            (
+                "Estimated cosine (from the codes) against the true cosine of the weighted "
+                "features, for sampled pairs found, just beyond the radius, and random:"
+            ),
+            "",
+            f"![Estimated against true cosine]({PLOTS['cosine']})",
+            "",
+            "Sizes of the near-duplicate clusters (log-log):",
+            "",
+            f"![Cluster sizes]({PLOTS['clusters']})",
+            "",
+        ]
+    if summary.get("files"):
+        lines += ["## Files", ""] + [
+            f"- `{name}`: {what}" for name, what in summary["files"].items()
+        ]
+        lines += [""]
+    path = folder / "report.md"
+    with atomic_path(path) as name:
+        Path(name).write_text("\n".join(lines), encoding="utf-8")
+    return path
