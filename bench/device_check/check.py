@@ -5,11 +5,13 @@ check the script itself). Runs in sections; the JSON (``--json-name`` in ``--out
 after every section, and a section that raises is recorded under ``errors`` (its message and
 traceback) while the next one runs. Prints a table last.
 
-Figures (all measured in this one run, on this machine), ``--only fingerprint`` (issue 12;
-fingerprints.py says how): a fair CPU baseline (warmed single-threaded workers, one per core,
-and one process with all cores), bit-for-bit parity, the accumulation kernels against the copy
-bandwidth, device-resident UTF-8 to codes on PyPI-size and 1 KB documents, and end to end from
-host UTF-8, str and CSR input with the GPU/CPU ratios.
+Figures (all measured in this one run, on this machine), ``--only fingerprint`` (issues 12 and
+10; fingerprints.py and verification.py say how): GPU pair verification equal to the CPU's bit
+for bit (first), a fair CPU baseline (warmed single-threaded workers, one per core, and one
+process with all cores), bit-for-bit parity, the accumulation kernels against the copy
+bandwidth, device-resident UTF-8 to codes on PyPI-size and 1 KB documents, end to end from
+host UTF-8, str and CSR input with the GPU/CPU ratios, and verified pairs per second against
+the CPU loop on all cores (last).
 
 ``--only join`` (issue 11; joins.py says how): the exact radius join on the device at 128-bit
 radius 18 and 64-bit radius 3 over ``--join-medium`` (1M) and ``--join-codes`` (10M) clustered
@@ -117,10 +119,16 @@ class Report:
 def fingerprint_sections(args: argparse.Namespace, report: Report) -> None:
     """The fingerprinting parity and benchmarks (issues 4 and 12), fingerprints.py's sections."""
     import fingerprints
+    import verification
 
     rng = np.random.default_rng(0)
     real = load_corpus(args.corpus, args.docs)
     report.result["docs"] = args.docs
+    verify_rng = np.random.default_rng(10)
+    if not args.cpu_only:  # cheap and about correctness: first
+        report.section(
+            "verify_parity", lambda: verification.parity(real[: args.parity_docs], verify_rng)
+        )
     csr, vocabulary = synthetic_csr(rng, args.docs, 200_000)
     for name, function in fingerprints.sections(
         real,
@@ -133,6 +141,10 @@ def fingerprint_sections(args: argparse.Namespace, report: Report) -> None:
         random_batch=lambda n, weighted: random_batch(rng, n, weighted),
     ):
         report.section(name, function)
+    if not args.cpu_only:
+        report.section(
+            "verify_bench", lambda: verification.bench(real, verify_rng, args.verify_pairs)
+        )
     print(f"\n{'fingerprint section':32s} {'seconds':>8s}")
     for name, seconds in report.result["section_seconds"].items():
         print(f"{name:32s} {seconds:8.1f}")
@@ -148,9 +160,11 @@ def fingerprint_sections(args: argparse.Namespace, report: Report) -> None:
             f"accumulate bits={r['bits']} weighted={r['weighted']}: {r['ms']:.3f} ms, "
             f"{r['fraction_of_copy_bandwidth']:.2f} of copy bandwidth"
         )
-    records = report.result.get("parity") or []
-    bad = [r for r in records if not r["identical"]]
-    print(f"parity: {len(records) - len(bad)} identical, {len(bad)} differing")
+    for key in ("parity", "verify_parity"):
+        records = report.result.get(key) or []
+        bad = [r for r in records if not r["identical"]]
+        print(f"{key}: {len(records) - len(bad)} identical, {len(bad)} differing")
+    print(f"verify_bench: {report.result.get('verify_bench')}")
     for name, error in report.result["errors"].items():
         print(f"{name:32s} ERROR {error['error']}")
 
@@ -210,6 +224,7 @@ def main() -> None:
     parser.add_argument("--only", choices=("all", "fingerprint", "join"), default="all")
     parser.add_argument("--docs", type=int, default=1_000_000, help="documents per benchmark")
     parser.add_argument("--parity-docs", type=int, default=100_000)
+    parser.add_argument("--verify-pairs", type=int, default=10_000_000, help="pairs, verify_bench")
     parser.add_argument("--workers", type=int, default=None, help="CPU processes (all cores)")
     parser.add_argument("--tests-rc", type=int, default=None, help="exit code of the GPU tests")
     parser.add_argument("--cpu-only", action="store_true", help="skip everything on the GPU")

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Device check for issues 4 and 11, one call on a lent GPU machine: the gpu-marked tests, then
-# check.py's parts (bench/device_check/check.py says what each measures):
+# Device check for issues 4, 10, 11 and 12, one call on a lent GPU machine: the gpu-marked
+# tests, then check.py's parts (bench/device_check/check.py says what each measures):
 #   fingerprint  CPU/GPU parity on >= 100k random and real documents (str, UTF-8, batches),
-#                a fair CPU baseline, device-resident and end-to-end benchmarks at 1M documents
-#                (issues 4 and 12; CHECKS=fingerprint is sized to finish within 5 minutes on an
-#                H200 with cold compiles: pytest <= 150 s, check.py <= 140 s) -> device_check.json
+#                GPU pair verification equal to the CPU's (issue 10), a fair CPU baseline,
+#                device-resident and end-to-end benchmarks at 1M documents, verified pairs per
+#                second (issues 4, 10 and 12; CHECKS=fingerprint is sized to finish within 5
+#                minutes on an H200 with cold compiles: pytest <= 130 s, check.py <= 160 s; never
+#                run on a GPU yet: both limits are estimates) -> device_check.json
 #   join         the exact radius join at 1M and 10M codes (128-bit radius 18, 64-bit radius 3),
 #                kNN of 10k queries against 10M codes, the 1M pair sets compared with the CPU
 #                join (issue 11; never run on a GPU yet: its time is a guess, limits below)
@@ -46,12 +48,12 @@ PY
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem \
     --format=csv > "$OUT/nvidia-smi.csv" 2>&1
 CHECKS="${CHECKS:-fingerprint join}"
-timeout 150 python3 -m pytest -m gpu tests/gpu/test_parity.py tests/gpu/test_join_device.py \
-    -q -p no:cacheprovider 2>&1 | tee "$OUT/pytest_gpu.log"
+timeout 130 python3 -m pytest -m gpu tests/gpu/test_parity.py tests/gpu/test_join_device.py \
+    tests/gpu/test_verify_device.py -q -p no:cacheprovider 2>&1 | tee "$OUT/pytest_gpu.log"
 tests_rc=${PIPESTATUS[0]}
 check_rc=0
 if [[ " $CHECKS " == *" fingerprint "* ]]; then
-    timeout 140 python3 bench/device_check/check.py --only fingerprint \
+    timeout 160 python3 bench/device_check/check.py --only fingerprint \
         --corpus .corpus/pypi_summaries.txt.gz --out "$OUT" --tests-rc "$tests_rc" 2>&1 \
         | tee "$OUT/check.log"
     check_rc=$((check_rc | PIPESTATUS[0]))

@@ -13,9 +13,7 @@ from cuda_emu import emulator
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpusimhash import _backend
 from gpusimhash._cpu._verify_loops import merge_documents, pair_similarities
-from gpusimhash._gpu import verify as gpu_verify
 from gpusimhash._gpu.verify import Verifier
 
 
@@ -189,14 +187,3 @@ def test_bad_pairs_and_arrays_raise_before_any_launch(emulated_kernels):
         _verifier(emulated_kernels, (states, offsets[::-1].copy(), *features[2:]))
     with pytest.raises(ValueError, match="exponents must have shape"):
         _verifier(emulated_kernels, (states, offsets, weights, exponents[:-1], norms))
-
-
-@pytest.mark.gpu
-def test_device_kernel_equals_the_cpu():  # pragma: no cover - needs a device
-    cupy = _backend.require_gpu()
-    rng = np.random.default_rng(8)
-    features = _features(rng, 300, 50)
-    left = rng.integers(0, 300, 5000)
-    right = rng.integers(0, 300, 5000)
-    gpu = gpu_verify.pair_similarities(*features, cupy.asarray(left), right)
-    _assert_same(gpu, pair_similarities(*features, left, right))
