@@ -224,3 +224,28 @@ def test_outputs(corpus, cluster, tmp_path):
     # (row, code) per distinct code and table: 8 + 16 bytes at 128 bits
     distinct = summary["results"]["distinct_codes"]
     assert shuffle["table_shuffle_bytes"] == 24 * distinct * 9
+
+
+def test_command_line_on_a_scheduler_and_on_local_workers(corpus, cluster, tmp_path, capsys):
+    from gpusimhash.cli import main
+
+    root, layouts = corpus
+    common = ["--id-field", "id", "--bits", "128", "--max-distance", "8", "-q", "--no-report"]
+    assert main(["dedup", str(root / "all.jsonl"), "--out", str(tmp_path / "one"), *common]) == 0
+    address = cluster.scheduler_address
+    glob = str(layouts[7] / "part*.jsonl")
+    assert main(["dedup", glob, "--scheduler", address, "--out", str(tmp_path / "s"), *common]) == 0
+    assert (
+        main(["dedup", str(layouts[4]), "--workers", "2", "--out", str(tmp_path / "w"), *common])
+        == 0
+    )
+    expected = (tmp_path / "one" / "duplicates.jsonl").read_bytes()
+    kept = (tmp_path / "one" / "kept.jsonl").read_text()
+    for name, parts in (("s", 7), ("w", 4)):
+        assert (tmp_path / name / "duplicates.jsonl").read_bytes() == expected
+        pieces = sorted((tmp_path / name / "kept").iterdir())
+        assert len(pieces) == parts
+        assert "".join(p.read_text() for p in pieces) == kept
+    capsys.readouterr()
+    assert main(["dedup", "--workers", "2", "--out", str(tmp_path / "x")]) == 2
+    assert "need an INPUT" in capsys.readouterr().err

@@ -9,6 +9,7 @@ from typing import Any
 
 from gpusimhash._choices import CLUSTERINGS, OUTPUT_FORMATS, POLICIES
 from gpusimhash.cli import options
+from gpusimhash.cli.distributed import add_cluster_options, uses_cluster
 
 DEFAULT_REPORT_DIR = "gpusimhash-report"
 # chosen by measurement (bench/bench_quality.py, README): with verification, 256 bits need far
@@ -121,6 +122,7 @@ def add_dedup_command(commands: Any) -> None:
     out.add_argument("--score-field", help="numeric field for --keep score (highest wins)")
     out.add_argument("--truth-field", help="field with true group labels: adds precision/recall")
     out.add_argument("--no-report", action="store_true", help="skip report.md and the plots")
+    add_cluster_options(dedup)
     options.common(dedup)
     dedup.set_defaults(handler=run_dedup)
 
@@ -139,8 +141,8 @@ def run_dedup(args: argparse.Namespace) -> int:
         id_field = id_field or sample.ID_FIELD
         truth_field = truth_field or sample.TRUTH_FIELD
         input_format = input_format or "jsonl"
-    else:
-        path = options.check_readable(args.input)
+    else:  # on a cluster: files, a folder or a glob, checked by the distributed dedup
+        path = args.input if uses_cluster(args) else options.check_readable(args.input)
     if args.keep == "score" and not args.score_field:
         raise options.UsageError("--keep score needs --score-field FIELD")
     similarity = args.min_cosine is not None or args.min_jaccard is not None
@@ -173,6 +175,11 @@ def run_dedup(args: argparse.Namespace) -> int:
         output_format=args.output_format,
         report=not args.no_report,
     )
+    if uses_cluster(args):
+        from gpusimhash.cli.distributed import print_summary, run_distributed
+
+        print_summary(args, run_distributed(args, settings, dedup_options, out), out)
+        return 0
     # every output is written into a staging folder that replaces `out` whole at the end: an
     # interrupted or failed run leaves the previous outputs, never a mix of two runs
     with replacing_folder(out, owned=_earlier_output) as stage:

@@ -1,0 +1,133 @@
+"""``gpusimhash dedup --scheduler ADDRESS | --workers N``: the same dedup on a Dask cluster."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from pathlib import Path
+from typing import Any
+
+from gpusimhash.cli import options
+
+
+def add_cluster_options(parser: argparse.ArgumentParser) -> None:
+    """Add ``--scheduler`` and ``--workers`` to the dedup command.
+
+    Parameters
+    ----------
+    parser : argparse.ArgumentParser
+        The ``dedup`` command's parser.
+    """
+    group = parser.add_argument_group(
+        "beyond one machine (Dask; INPUT may then be a folder, a glob or a file, one "
+        "partition per file, and --out gets kept/part-NNNNN.<fmt>, one part per partition)"
+    ).add_mutually_exclusive_group()
+    group.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="run on an existing dask.distributed cluster (tcp://host:8786); the workers "
+        "must see INPUT and --out at the same paths",
+    )
+    group.add_argument(
+        "--workers",
+        type=lambda text: options.integer(text, "workers", 1),
+        metavar="N",
+        help="run on a local cluster of N worker processes, started and stopped here",
+    )
+
+
+def uses_cluster(args: argparse.Namespace) -> bool:
+    """Whether the command runs on a Dask cluster."""
+    return args.scheduler is not None or args.workers is not None
+
+
+def run_distributed(
+    args: argparse.Namespace, settings: Any, dedup_options: Any, out: Path
+) -> dict[str, Any]:
+    """Run the distributed dedup into ``out``; return its summary.
+
+    Raises
+    ------
+    UsageError
+        An option the distributed dedup does not support (``--truth-field``, ``--recall``).
+    UserError
+        No input, or a scheduler that cannot be reached.
+    """
+    from gpusimhash.distributed import dedup
+    from gpusimhash.io._atomic import replacing_folder
+
+    if args.input is None:
+        raise options.UsageError("--scheduler and --workers need an INPUT (files, folder, glob)")
+    for flag, value in (("--truth-field", args.truth_field), ("--recall", args.recall)):
+        if value is not None:
+            raise options.UsageError(f"{flag} is not supported with --scheduler or --workers")
+    fields = dataclasses.asdict(dedup_options) | {"report": False}
+    with _client(args) as client, replacing_folder(out, owned=_owned) as stage:
+        result = dedup(
+            args.input,
+            stage,
+            client=client,
+            bits=settings.bits,
+            seed=settings.seed,
+            featurizer=settings.featurizer,
+            **fields,
+        )
+    return result.summary
+
+
+def _client(args: argparse.Namespace) -> Any:
+    """Connect to the scheduler, or start a local cluster that closes with the client."""
+    from dask.distributed import Client, LocalCluster
+
+    if args.scheduler is not None:
+        try:
+            return Client(args.scheduler, timeout="30s")  # type: ignore[no-untyped-call]
+        except OSError as error:
+            raise options.UserError(
+                f"cannot reach the Dask scheduler {args.scheduler}: {error}"
+            ) from None
+    cluster = LocalCluster(  # type: ignore[no-untyped-call]
+        n_workers=args.workers, threads_per_worker=1, processes=True, dashboard_address=None
+    )
+    return _Closing(Client(cluster), cluster)  # type: ignore[no-untyped-call]
+
+
+class _Closing:
+    """A client whose local cluster closes with it."""
+
+    def __init__(self, client: Any, cluster: Any) -> None:
+        self.client, self.cluster = client, cluster
+
+    def __enter__(self) -> Any:
+        return self.client
+
+    def __exit__(self, *exc: object) -> None:
+        self.client.close()
+        self.cluster.close()
+
+
+def _owned(name: str) -> bool:
+    """Whether an entry of the output folder is one a distributed run writes."""
+    stem, _, suffix = name.partition(".")
+    return name in ("kept", "summary.json") or (
+        stem == "duplicates" and suffix in ("jsonl", "parquet")
+    )
+
+
+def print_summary(args: argparse.Namespace, summary: dict[str, Any], out: Path) -> None:
+    """Print the run's results and files as the single-machine command does."""
+    tables = {
+        f"gpusimhash dedup: {args.input} on Dask": summary["results"],
+        "beyond one machine": {
+            k: v for k, v in summary["distributed"].items() if not isinstance(v, list)
+        },
+        f"written to {out}/": summary["files"],
+    }
+    options.emit(args, summary, tables)
+    if summary["results"]["removed_below_threshold"] and args.cluster == "components":
+        print(
+            "gpusimhash: warning: removed documents below the threshold against their kept "
+            "one: components chain",
+            file=sys.stderr,
+        )
