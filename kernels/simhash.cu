@@ -17,7 +17,10 @@
 // plane, instead of unpacking 32 counters).
 //
 // Weights (simhash_accumulate_weighted): one thread per (task, sign word) sums +q / -q for its
-// 32 slots in int64 registers, q the weight in the document's fixed point (fixedpoint.py).
+// 32 slots in int64 registers, q the weight in the document's fixed point (fixedpoint.py). The
+// fixed point needs the document's largest |weight|: a document of one task finds it with a
+// first pass over its (at most task_size, cache-resident) entries; simhash_max_abs gathers it
+// beforehand for split documents only.
 //
 // A document with one task packs its sign bits straight into the FAISS layout (bit i in byte
 // i / 8 at position i % 8); a longer document adds its partial slot sums to an int64 row of
@@ -32,35 +35,49 @@
 //   offsets       int64   (n_docs + 1,) CSR row starts
 //   task_docs     int64   (n_tasks,)    the document of each task (-1: padding)
 //   task_starts   int64   (n_tasks,)    the first entry of each task
-//   max_abs_bits  uint64  (n_docs,)     bit pattern of each document's largest |weight|
+//   max_abs_bits  uint64  (n_docs,)     bit pattern of a split document's largest |weight|
 //   partial_rows  int64   (n_docs,)     row of `partials` for a split document, else -1
 //   partials      int64   (n_split, bits) zero-initialized slot sums of split documents
 //   codes         uint8   (n_docs, bits / 8) output, zero-initialized
 //   suffix_digits uint64, suffix_length int32: the seed suffix (SeedSuffix in common.cuh)
 
-// Largest |weight| of each document. Non-negative doubles order like their bit patterns, so
-// an integer atomicMax gives the exact maximum whatever the order. max_abs_bits starts at 0.
+// The end of a task's entries.
+static __device__ __forceinline__ long long task_end(long long start, long long doc_end,
+                                                     long long task_size) {
+    return doc_end - start < task_size ? doc_end : start + task_size;
+}
+
+// Largest |weight| of each split document (the others find theirs in the accumulation).
+// Non-negative doubles order like their bit patterns, so an integer atomicMax gives the exact
+// maximum whatever the order. max_abs_bits starts at 0.
+
+// Bit pattern of the largest |weight| of entries [start, end).
+static __device__ __forceinline__ unsigned long long largest_abs_bits(const double* weights,
+                                                                      long long start,
+                                                                      long long end) {
+    unsigned long long largest = 0;
+    for (long long entry = start; entry < end; ++entry) {
+        const unsigned long long bits =
+            (unsigned long long)__double_as_longlong(fabs(weights[entry]));
+        largest = bits > largest ? bits : largest;
+    }
+    return largest;
+}
+
 __global__ void __launch_bounds__(GSH_BLOCK, 8)
     simhash_max_abs(const double* weights, const long long* offsets, const long long* task_docs,
-                    const long long* task_starts, long long n_tasks, long long task_size,
-                    unsigned long long* max_abs_bits) {
+                    const long long* task_starts, const long long* partial_rows,
+                    long long n_tasks, long long task_size, unsigned long long* max_abs_bits) {
     const long long stride = (long long)gridDim.x * blockDim.x;
     for (long long task = (long long)blockIdx.x * blockDim.x + threadIdx.x; task < n_tasks;
          task += stride) {
         const long long doc = task_docs[task];
-        if (doc < 0) {
+        if (doc < 0 || partial_rows[doc] < 0) {
             continue;
         }
         const long long start = task_starts[task];
-        const long long doc_end = offsets[doc + 1];
-        const long long end = doc_end - start < task_size ? doc_end : start + task_size;
-        unsigned long long largest = 0;
-        for (long long entry = start; entry < end; ++entry) {
-            const unsigned long long bits =
-                (unsigned long long)__double_as_longlong(fabs(weights[entry]));
-            largest = bits > largest ? bits : largest;
-        }
-        atomicMax(max_abs_bits + doc, largest);
+        const long long end = task_end(start, offsets[doc + 1], task_size);
+        atomicMax(max_abs_bits + doc, largest_abs_bits(weights, start, end));
     }
 }
 
@@ -80,12 +97,6 @@ static __device__ __forceinline__ void store_word(unsigned char* code, int word,
     for (int byte = first_byte; byte < last_byte; ++byte) {
         code[byte] = (unsigned char)(value >> (8 * (byte - first_byte)));
     }
-}
-
-// The end of a task's entries.
-static __device__ __forceinline__ long long task_end(long long start, long long doc_end,
-                                                     long long task_size) {
-    return doc_end - start < task_size ? doc_end : start + task_size;
 }
 
 // Resident blocks per SM for each plane count: 4 fits the 4-plane kernel in 64 registers; the
@@ -211,8 +222,11 @@ __global__ void __launch_bounds__(GSH_BLOCK, 2) simhash_accumulate_weighted(
         const long long start = task_starts[task];
         const long long doc_end = offsets[doc + 1];
         const long long end = task_end(start, doc_end, task_size);
-        const int exponent = document_exponent(
-            __longlong_as_double((long long)max_abs_bits[doc]), doc_end - offsets[doc]);
+        const long long row = partial_rows[doc];
+        const unsigned long long largest =
+            row < 0 ? largest_abs_bits(weights, start, end) : max_abs_bits[doc];
+        const int exponent =
+            document_exponent(__longlong_as_double((long long)largest), doc_end - offsets[doc]);
         long long sums[32];
 #pragma unroll
         for (int bit = 0; bit < 32; ++bit) {
@@ -229,7 +243,6 @@ __global__ void __launch_bounds__(GSH_BLOCK, 2) simhash_accumulate_weighted(
                 sums[bit] += ((x >> bit) & 1u) ? q : -q;
             }
         }
-        const long long row = partial_rows[doc];
         if (row < 0) {
             unsigned int packed = 0;
 #pragma unroll

@@ -206,19 +206,22 @@ class Engine:
             n_items = n_tasks * -(-words // group_words)
             self.launch(name, n_items, (states, offsets, *task_args, *common, *tail))
         else:
-            max_abs_bits = xp.zeros(n_docs, dtype=xp.uint64)
-            self.launch(
-                "simhash_max_abs",
-                n_tasks,
-                (
-                    weights,
-                    offsets,
-                    *task_args,
-                    np.int64(n_tasks),
-                    np.int64(self.task_size),
-                    max_abs_bits,
-                ),
-            )
+            # split documents' largest |weight|: the others find theirs while accumulating
+            max_abs_bits = xp.zeros(n_docs if n_split else 0, dtype=xp.uint64)
+            if n_split:
+                self.launch(
+                    "simhash_max_abs",
+                    n_tasks,
+                    (
+                        weights,
+                        offsets,
+                        *task_args,
+                        plan["partial_rows"],
+                        np.int64(n_tasks),
+                        np.int64(self.task_size),
+                        max_abs_bits,
+                    ),
+                )
             self.launch(
                 "simhash_accumulate_weighted",
                 n_tasks * words,

@@ -368,3 +368,13 @@ def test_seed_suffix_digits():
         digits, length = seed_suffix(seed)
         text = "".join(str((int(digits) >> (4 * k)) & 15) for k in reversed(range(int(length))))
         assert text == str(seed)
+
+
+def test_max_abs_runs_only_for_split_documents(emulated_kernels):
+    """A document of one task finds its largest |weight| while accumulating."""
+    batch = _random_batch(np.random.default_rng(6), 20, 10, "extreme")
+    for task_size, split in ((64, False), (3, True)):
+        engine = emulator.engine(emulated_kernels, task_size=task_size)
+        codes = _gpu_codes(engine, batch, 64, 8)
+        np.testing.assert_array_equal(codes, _cpu.fingerprint_batch(batch, bits=64, seed=8))
+        assert ("simhash_max_abs" in engine.launch.launched) == split

@@ -18,11 +18,12 @@ extern "C" {
 
 void emu_simhash_max_abs(unsigned grid, unsigned block, const double* weights,
                          const long long* offsets, const long long* task_docs,
-                         const long long* task_starts, long long n_tasks, long long task_size,
+                         const long long* task_starts, const long long* partial_rows,
+                         long long n_tasks, long long task_size,
                          unsigned long long* max_abs_bits) {
     EMU_LAUNCH(grid, block,
-               simhash_max_abs(weights, offsets, task_docs, task_starts, n_tasks, task_size,
-                               max_abs_bits));
+               simhash_max_abs(weights, offsets, task_docs, task_starts, partial_rows, n_tasks,
+                               task_size, max_abs_bits));
 }
 
 void emu_simhash_accumulate_weighted(unsigned grid, unsigned block, const unsigned int* states,
