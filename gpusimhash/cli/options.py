@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import logging
 import os
 import sys
 from collections.abc import Callable
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     from gpusimhash.text import TextFeaturizer
 
 DEFAULT_BITS = 128
+_LOGGER = logging.getLogger(__name__)
 
 
 class UserError(Exception):
@@ -74,6 +76,7 @@ recall = functools.partial(number, name="recall", low=0.0, high=1.0, open_interv
 seed = functools.partial(integer, name="seed", low=0, high=2**32 - 1)
 ngram = functools.partial(integer, name="ngram", low=1)
 batch_size = functools.partial(integer, name="batch-size", low=1)
+threads = functools.partial(integer, name="threads", low=1)
 positive_k = functools.partial(integer, name="k", low=1)
 radius = functools.partial(integer, name="max-distance", low=0)
 
@@ -90,11 +93,59 @@ class HelpFormatter(argparse.HelpFormatter):
 
 
 def common(parser: argparse.ArgumentParser) -> None:
-    """Add ``--quiet`` and ``--json``."""
+    """Add ``--quiet``, ``--json``, ``--verbose`` and ``--threads``."""
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bars or tables")
     parser.add_argument(
         "--json", action="store_true", help="print one JSON object on stdout instead of tables"
     )
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=0,
+        help="log what each step does and how long it takes on stderr (-vv: more)",
+    )
+    parser.add_argument(
+        "--threads",
+        type=threads,
+        help="CPU threads of the compiled loops and of FAISS (default: every core)",
+    )
+
+
+def use_threads(n: int | None) -> None:
+    """Cap the threads of the compiled loops (Numba) and of FAISS (OpenMP) at ``n``.
+
+    The environment variables reach the libraries when the command imports them (the command
+    line imports them only when a command runs); where they are loaded already, their runtime
+    settings are changed too.
+    """
+    if n is None:
+        return
+    os.environ["NUMBA_NUM_THREADS"] = os.environ["OMP_NUM_THREADS"] = str(n)
+    if "numba" in sys.modules:
+        import numba
+
+        numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))  # type: ignore[attr-defined]
+    if "faiss" in sys.modules:
+        import faiss
+
+        faiss.omp_set_num_threads(n)
+    _LOGGER.info("threads: %d", n)
+
+
+def configure_logging(verbosity: int) -> None:
+    """Send the ``gpusimhash`` loggers to stderr: INFO for ``-v``, DEBUG for ``-vv``."""
+    logger = logging.getLogger("gpusimhash")
+    for handler in [h for h in logger.handlers if getattr(h, "gpusimhash_cli", False)]:
+        logger.removeHandler(handler)
+    if verbosity <= 0:
+        logger.setLevel(logging.NOTSET)
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("gpusimhash: %(message)s"))
+    handler.gpusimhash_cli = True  # type: ignore[attr-defined]
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO if verbosity == 1 else logging.DEBUG)
 
 
 def input_options(parser: argparse.ArgumentParser) -> None:

@@ -16,6 +16,7 @@ rows named, then computes true cosines (`sampled_cosines`) and writes (`write_re
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,7 @@ from gpusimhash.text import TextFeaturizer
 
 __all__ = ["PLOTS", "ClusterView", "sample_pairs", "sampled_cosines", "write_report"]
 
+_LOGGER = logging.getLogger(__name__)
 # near-duplicate pairs, pairs just beyond the radius and random pairs sampled, at most (each)
 SAMPLED_PAIRS = 1500
 # documents whose whole neighbourhood is searched, and the (query x code) work allowed for it
@@ -175,6 +177,12 @@ def sample_pairs(
     )
     query, row, distance = (
         _neighbourhood(codes, queries, limit) if n else (np.zeros(0, np.int64),) * 3
+    )
+    _LOGGER.info(
+        "report: neighbours of %d sampled documents up to distance %d: %d",
+        queries.size,
+        limit,
+        distance.size,
     )
     beyond_at = np.flatnonzero(distance > radius)
     if beyond_at.size > SAMPLED_PAIRS:

@@ -39,8 +39,10 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Concatenate, NamedTuple, ParamSpec, TypeVar
@@ -58,6 +60,7 @@ from gpusimhash.text import TextFeaturizer
 
 __all__ = ["KINDS", "Hits", "RangeResult", "SearchResult", "SimHashIndex"]
 
+_LOGGER = logging.getLogger(__name__)
 FORMAT_NAME = "gpusimhash-index"
 FORMAT_VERSION = 2  # 2: string ids (a keys file); 1 (still written for int64 ids): without
 _DEFAULT_PARAMS: dict[str, dict[str, int]] = {
@@ -1041,6 +1044,7 @@ class SimHashIndex:
         if keys is not None:
             files["keys"] = ("json", write_keys)
 
+        start = time.perf_counter()
         write_bundle(
             path,
             files,
@@ -1048,6 +1052,9 @@ class SimHashIndex:
             # integer ids: version 1, which older releases read too
             format_version=FORMAT_VERSION if self._keys is not None else 1,
             metadata=metadata,
+        )
+        _LOGGER.info(
+            "saved %s: %d entries (%.3f s)", path, metadata["ntotal"], time.perf_counter() - start
         )
 
     @classmethod
@@ -1090,8 +1097,19 @@ class SimHashIndex:
         >>> SimHashIndex.load(folder).ids().tolist()
         [0, 1]
         """
+        start = time.perf_counter()
         with reading(path):  # no concurrent save deletes the files before they are parsed
-            return cls._load(path, mmap=mmap, verify=verify, device=device)
+            index = cls._load(path, mmap=mmap, verify=verify, device=device)
+        _LOGGER.info(
+            "loaded %s: %d entries, %d bits, kind %s, %s ids (%.3f s)",
+            path,
+            len(index),
+            index.bits,
+            index.kind,
+            index.id_type,
+            time.perf_counter() - start,
+        )
+        return index
 
     @classmethod
     def _load(cls, path: str | Path, *, mmap: bool, verify: bool, device: str) -> SimHashIndex:

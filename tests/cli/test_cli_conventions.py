@@ -149,3 +149,39 @@ def test_compare_help_offers_only_what_works():
     assert "TEXT_A" in text
     assert "--files" in text
     assert TextFeaturizer().weighting in text
+
+
+def test_verbose_logs_through_logging_and_quiet_by_default(tmp_path, capsys):
+    docs = tmp_path / "docs.txt"
+    docs.write_text("one fish two fish\nred fish blue fish\n")
+    folder = tmp_path / "idx"
+    code, _, err = in_process(
+        ["index", "build", docs, "--out", folder, "-q", "--bits", "64"], capsys
+    )
+    assert (code, err) == (0, "")
+    code, _, err = in_process(["index", "stats", folder, "--json", "-v"], capsys)
+    assert code == 0
+    assert re.fullmatch(
+        rf"gpusimhash: loaded {re.escape(str(folder))}: 2 entries, 64 bits, kind flat, "
+        r"int64 ids \(\d+\.\d{3} s\)\n",
+        err,
+    )
+    code, _, err = in_process(["index", "stats", folder, "--json"], capsys)
+    assert (code, err) == (0, "")  # the handler is removed again
+
+
+def test_threads_reach_numba_and_faiss(capsys):
+    script = (
+        "from gpusimhash.cli import main\n"
+        "code = main(['compare', 'a b', 'a c', '--threads', '1', '-q'])\n"
+        "import numba, faiss\n"
+        "print(code, numba.config.NUMBA_NUM_THREADS, numba.get_num_threads(), "
+        "faiss.omp_get_max_threads())\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert done.stdout.split() == ["0", "1", "1", "1"]
+    code, _, err = in_process(["compare", "a", "b", "--threads", "0"], capsys)
+    assert code == 2
+    assert "threads must be >= 1" in err
