@@ -1,0 +1,45 @@
+"""Numba compile time is measured, so that throughput can leave it out."""
+
+import time
+
+import numba
+
+from gpusimhash import _compile_time
+
+
+def test_a_fresh_compilation_is_counted_once_and_a_compiled_call_not_at_all():
+    before = _compile_time.seconds()
+
+    @numba.njit(cache=False)
+    def inner(x):
+        return x + 1
+
+    @numba.njit(cache=False)
+    def outer(x):
+        return inner(x) * 2
+
+    start = time.perf_counter()
+    assert outer(3) == 8  # compiles outer, and inner inside it (nested: counted once)
+    wall = time.perf_counter() - start
+    spent = _compile_time.seconds() - before
+    assert 0.0 < spent <= wall
+    again = _compile_time.seconds()
+    assert outer(4) == 10  # compiled already
+    assert _compile_time.seconds() == again
+    clock = _compile_time._CLOCK
+    assert clock is not None
+    assert clock._local.depth == 0
+
+
+def test_dedup_throughput_leaves_compile_time_out(monkeypatch):
+    from gpusimhash.dedup import pipeline
+
+    clock = iter([10.0, 12.5])  # compile seconds at the start, then at the end
+    monkeypatch.setattr(_compile_time, "seconds", lambda: next(clock))
+    timer = pipeline.StageTimer()
+    summary = {"results": {}}
+    start = time.perf_counter() - 4.0  # four seconds of wall time, 2.5 of them compiling
+    pipeline._finish_summary(summary, timer, start, n=1000)
+    total = summary["timings_s"]["total"]
+    assert summary["timings_s"]["compile"] == 2.5
+    assert summary["results"]["documents_per_second"] == round(1000 / (total - 2.5), 1)
