@@ -340,6 +340,5 @@ def fingerprint_device(
         return _gpu.fingerprint_batch(documents, bits=bits, seed=seed)
     states, offsets, weights = _validate.device_batch(cupy, documents)
     engine = _gpu.device_engine()
-    return engine.accumulate(
-        states, offsets, weights, engine.plan_tasks(offsets), bits=bits, seed=seed
-    )
+    plan = engine.plan_tasks(offsets, capacity=int(states.size))  # sized on the host
+    return engine.accumulate(states, offsets, weights, plan, bits=bits, seed=seed)
