@@ -113,6 +113,7 @@ def add_index_commands(commands: Any) -> None:
     options.threshold_options(query)
     query.add_argument("--format", choices=FORMATS, help="format of --file")
     query.add_argument("--text-field", default="text", help="text field of --file")
+    query.add_argument("--id-field", help="field of --file with query ids (shown as query_id)")
     options.common(query)
     query.set_defaults(handler=run_query)
 
@@ -296,25 +297,33 @@ def _command_line_ids(index: SimHashIndex, values: list[str]) -> list[Any]:
     return numbers
 
 
-def _queries(args: argparse.Namespace, index: SimHashIndex) -> tuple[list[Any], Any]:
-    """Query labels (texts, ``id:...``) and what to search with (texts, or codes for --id)."""
+def _queries(args: argparse.Namespace, index: SimHashIndex) -> tuple[list[dict[str, Any]], Any]:
+    """Each query's description (text, and id) and the codes to search with."""
     import numpy as np
 
     from gpusimhash.io.readers import read_batches
 
-    texts = list(args.texts)
+    labels: list[dict[str, Any]] = [{"query": text} for text in args.texts]
     if args.file:
         path = options.check_readable(args.file)
-        for batch in read_batches(path, format=args.format, text_field=args.text_field):
-            texts.extend(batch.texts)
-    codes = [index.to_codes(texts)]
+        batches = read_batches(
+            path, format=args.format, text_field=args.text_field, id_field=args.id_field
+        )
+        for batch in batches:
+            ids = batch.ids if args.id_field is not None else [None] * len(batch.texts)
+            for text, query_id in zip(batch.texts, ids, strict=True):
+                labels.append(
+                    {"query": text} if query_id is None else {"query_id": query_id, "query": text}
+                )
+    codes = [index.to_codes([label["query"] for label in labels])]
     if args.query_ids:
         ids = _command_line_ids(index, args.query_ids)
         try:
             codes.append(index.codes_of(ids))
         except KeyError as error:
             raise UserError(f"{args.index}: {error.args[0]}") from None
-    return [*texts, *({"id": i} for i in ids)] if args.query_ids else texts, np.concatenate(codes)
+        labels += [{"query_id": i} for i in ids]
+    return labels, np.concatenate(codes)
 
 
 def _hits(args: argparse.Namespace, index: SimHashIndex, codes: np.ndarray) -> list[Any]:
@@ -344,9 +353,7 @@ def run_query(args: argparse.Namespace) -> int:
     labels, codes = _queries(args, index)
     results: list[dict[str, Any]] = []
     for label, hits in zip(labels, _hits(args, index, codes), strict=True):
-        entry: dict[str, Any] = (
-            {"query_id": label["id"]} if isinstance(label, dict) else {"query": label}
-        )
+        entry = {key: _plain(value) for key, value in label.items()}
         entry["results"] = [
             {"id": _plain(i), "distance": int(d), "estimated_cosine": round(float(c), 6)}
             for i, d, c in zip(*hits, strict=True)
@@ -356,11 +363,10 @@ def run_query(args: argparse.Namespace) -> int:
         options.emit(args, {"index": args.index, "queries": results}, {})
     elif not args.quiet:
         for n, result in enumerate(results):
+            text = result.get("query", "")
+            shown = text if len(text) <= 60 else text[:57] + "..."
             if "query_id" in result:
-                shown = f"id {result['query_id']}"
-            else:
-                text = result["query"]
-                shown = text if len(text) <= 60 else text[:57] + "..."
+                shown = f"id {result['query_id']}" + (f": {shown}" if shown else "")
             print(("\n" if n else "") + f"query {n}: {shown}")
             if not result["results"]:
                 print("  (no match)")

@@ -123,3 +123,20 @@ def test_integer_index_refuses_a_string_id_on_the_command_line(tmp_path, capsys)
     empty = tmp_path / "empty.txt"
     empty.write_text("")
     assert query(folder, capsys, "--file", empty) == []
+
+
+def test_file_queries_carry_their_ids(named_index, tmp_path, capsys):
+    queries = write_jsonl(
+        tmp_path / "q.jsonl", [{"qid": "q-1", "text": TEXTS[2]}, {"qid": 2, "text": TEXTS[3]}]
+    )
+    answer = query(named_index, capsys, "--file", queries, "--id-field", "qid", "-k", "1")
+    assert [(q["query_id"], q["query"]) for q in answer] == [("q-1", TEXTS[2]), (2, TEXTS[3])]
+    assert [q["results"][0]["id"] for q in answer] == [
+        "https://example.org/2",
+        "https://example.org/3",
+    ]
+    code, out, _ = in_process(
+        ["index", "query", named_index, "--file", queries, "--id-field", "qid", "-k", "1"], capsys
+    )
+    assert code == 0
+    assert out.startswith(f"query 0: id q-1: {TEXTS[2][:57]}...\n")
