@@ -10,8 +10,11 @@
 // to GroupWords 32-bit sign words), so up to 32 * GroupWords bits (256 with 8) take one thread
 // per task: the seed suffix and the xorshift32 chain run once per entry. The set sign bits of
 // each slot are counted in bit-sliced counters (plane k holds bit k of every slot's count; one
-// increment is a ripple of AND/XOR through the planes), with Planes chosen by the host from its
-// largest task (a count must fit: task entries < 2**Planes). Slot i is set exactly when its count
+// increment is a ripple of AND/XOR through the planes). The host orders the tasks by size class
+// (task_docs[class_ends[c - 1] : class_ends[c]] are the tasks of class c, those whose entries fit
+// the planes of the c-th instantiation and not the one before), and launches each class's
+// instantiation over its own tasks: every task is counted with the fewest planes that hold it,
+// and no host round trip is needed to choose them. Slot i is set exactly when its count
 // exceeds half the task's n entries, i.e. count >= n / 2 + 1; the planes are compared with that
 // threshold from the most significant plane down, for 32 slots at once (about 3 operations per
 // plane, instead of unpacking 32 counters).
@@ -35,6 +38,8 @@
 //   offsets       int64   (n_docs + 1,) CSR row starts
 //   task_docs     int64   (n_tasks,)    the document of each task (-1: padding)
 //   task_starts   int64   (n_tasks,)    the first entry of each task
+//   class_ends    int64   (classes,)    one past the last task of each size class (unit weights)
+//   size_class    int32                 the class an instantiation runs (unit weights)
 //   max_abs_bits  uint64  (n_docs,)     bit pattern of a split document's largest |weight|
 //   partial_rows  int64   (n_docs,)     row of `partials` for a split document, else -1
 //   partials      int64   (n_split, bits) zero-initialized slot sums of split documents
@@ -107,24 +112,23 @@ template <int Planes, int GroupWords>
 __global__ void __launch_bounds__(GSH_BLOCK, GSH_UNIT_MIN_BLOCKS(Planes))
     simhash_accumulate_unit(const unsigned int* states, const long long* offsets,
                             const long long* task_docs, const long long* task_starts,
+                            const long long* class_ends, int size_class,
                             const long long* partial_rows, long long* partials,
-                            unsigned char* codes, long long n_tasks, long long task_size,
-                            int bits, unsigned long long suffix_digits, int suffix_length) {
+                            unsigned char* codes, long long task_size, int bits,
+                            unsigned long long suffix_digits, int suffix_length) {
     const SeedSuffix suffix{suffix_digits, suffix_length};
     const int words = (bits + 31) / 32;
     const int groups = (words + GroupWords - 1) / GroupWords;
-    const long long n_items = n_tasks * groups;
+    const long long first_task = size_class > 0 ? class_ends[size_class - 1] : 0;
+    const long long n_items = (class_ends[size_class] - first_task) * groups;
     const long long stride = (long long)gridDim.x * blockDim.x;
     for (long long item = (long long)blockIdx.x * blockDim.x + threadIdx.x; item < n_items;
          item += stride) {
-        const long long task = item / groups;
-        const int first_word = (int)(item - task * groups) * GroupWords;
+        const long long task = first_task + item / groups;
+        const int first_word = (int)(item % groups) * GroupWords;
         const int group_words =
             words - first_word < GroupWords ? words - first_word : GroupWords;
-        const long long doc = task_docs[task];
-        if (doc < 0) {
-            continue;
-        }
+        const long long doc = task_docs[task];  // never padding: it lies past every class
         const long long start = task_starts[task];
         const long long end = task_end(start, offsets[doc + 1], task_size);
         unsigned int planes[GroupWords][Planes];

@@ -48,22 +48,29 @@ def seed_suffix(seed: int) -> tuple[np.uint64, np.int32]:
     return np.uint64(int(text, 16)), np.int32(len(text))
 
 
-def unit_kernel(largest_task: int) -> tuple[str, int]:
-    """Return the unit-weight kernel whose planes count a task, and its words per thread.
+def size_classes(largest_task: int) -> int:
+    """Return how many unit-weight size classes hold tasks of up to ``largest_task`` entries.
+
+    Class ``c`` holds the tasks that ``UNIT_KERNELS[c]``'s planes count and ``UNIT_KERNELS[c - 1]``'s
+    do not (``entries < 2**planes``); the host launches the first ``size_classes`` of them.
 
     Parameters
     ----------
     largest_task : int
-        Entries of the largest task to accumulate.
+        Entries of the largest task (or more: a bound).
 
     Returns
     -------
-    name : str
-    group_words : int
+    int
+
+    Examples
+    --------
+    >>> size_classes(15), size_classes(16), size_classes(1024)
+    (1, 2, 3)
     """
-    for planes, group in UNIT_KERNELS:
+    for count, (planes, _) in enumerate(UNIT_KERNELS, start=1):
         if largest_task < 2**planes:
-            return f"simhash_accumulate_unit<{planes}, {group}>", group
+            return count
     raise ValueError(f"a task of {largest_task} entries needs more than {COUNT_PLANES} planes")
 
 
@@ -109,11 +116,17 @@ class Engine:
         Returns
         -------
         dict
-            ``task_docs``, ``task_starts``, ``partial_rows``, ``split_docs`` (int64 arrays of the
-            same module as ``offsets``).
+            ``task_docs``, ``task_starts``, ``partial_rows``, ``split_docs`` and ``class_ends``
+            (int64 arrays of the same module as ``offsets``): the tasks are ordered by size class
+            (``size_classes``), class ``c`` ending at ``class_ends[c]``, padding after them all.
         """
         device = type(self.xp.empty(0, dtype=np.int64))
         xp = self.xp if isinstance(offsets, device) else np
+        plan = self._tasks(xp, offsets, capacity)
+        return {**plan, **self._by_size_class(xp, offsets, plan["task_docs"], plan["task_starts"])}
+
+    def _tasks(self, xp: ModuleType, offsets: Any, capacity: int | None) -> dict[str, Any]:
+        """Return the task lists of ``plan_tasks`` in document order (padding last)."""
         n_docs = offsets.size - 1
         counts = offsets[1:] - offsets[:-1]
         tasks_per_doc = -(-counts // self.task_size)
@@ -154,6 +167,31 @@ class Engine:
             "split_docs": xp.where(split_docs < n_docs, split_docs, -1),
         }
 
+    def _by_size_class(
+        self, xp: ModuleType, offsets: Any, task_docs: Any, task_starts: Any
+    ) -> dict[str, Any]:
+        """Tasks reordered by size class (stable), and where each class ends; no round trip."""
+        real = task_docs >= 0
+        doc = xp.where(real, task_docs, 0)
+        entries = xp.where(real, xp.minimum(offsets[doc + 1] - task_starts, self.task_size), 0)
+        n_classes = len(UNIT_KERNELS)
+        size_class = xp.zeros(task_docs.size, dtype=xp.int64)
+        for planes, _ in UNIT_KERNELS[:-1]:
+            size_class += entries >= 2**planes
+        size_class = xp.where(real, size_class, n_classes)  # padding: a class of its own, last
+        members = [size_class == c for c in range(n_classes + 1)]
+        counts = xp.stack([member.sum(dtype=xp.int64) for member in members])
+        ends = xp.cumsum(counts)
+        position = xp.zeros(task_docs.size, dtype=xp.int64)
+        for c, member in enumerate(members):  # each task's rank in its class, after the others
+            rank = xp.cumsum(member, dtype=xp.int64) - 1 + (ends[c - 1] if c else 0)
+            position = xp.where(member, rank, position)
+        ordered_docs = xp.empty_like(task_docs)
+        ordered_starts = xp.empty_like(task_starts)
+        ordered_docs[position] = task_docs
+        ordered_starts[position] = task_starts
+        return {"task_docs": ordered_docs, "task_starts": ordered_starts, "class_ends": ends[:-1]}
+
     def accumulate(
         self,
         states: Any,
@@ -178,9 +216,9 @@ class Engine:
         bits, seed : int
             Validated fingerprint length and seed.
         largest_task : int, optional
-            Entries of the largest task (``min(task_size, longest document)``) or more, which
-            choose the unit-weight kernel's counter planes; computed (one host round trip)
-            when None.
+            Entries of the largest task (``min(task_size, longest document)``) or more: the
+            unit-weight size classes above it are not launched. None launches them all (a
+            class without tasks ends at once).
 
         Returns
         -------
@@ -196,15 +234,24 @@ class Engine:
         n_split = plan["split_docs"].size
         partials = xp.zeros((n_split, bits), dtype=xp.int64)
         task_args = (plan["task_docs"], plan["task_starts"])
-        common = (plan["partial_rows"], partials, codes, np.int64(n_tasks))
+        outputs = (plan["partial_rows"], partials, codes)
         tail = (np.int64(self.task_size), np.int32(bits), *seed_suffix(seed))
         if weights is None:
-            if largest_task is None:  # one host round trip; host-planned callers pass it
-                counts = offsets[1:] - offsets[:-1]
-                largest_task = min(self.task_size, int(counts.max()))
-            name, group_words = unit_kernel(largest_task)
-            n_items = n_tasks * -(-words // group_words)
-            self.launch(name, n_items, (states, offsets, *task_args, *common, *tail))
+            classes = size_classes(self.task_size if largest_task is None else largest_task)
+            for size_class, (planes, group_words) in enumerate(UNIT_KERNELS[:classes]):
+                self.launch(  # the class's own tasks, at most all of them
+                    f"simhash_accumulate_unit<{planes}, {group_words}>",
+                    n_tasks * -(-words // group_words),
+                    (
+                        states,
+                        offsets,
+                        *task_args,
+                        plan["class_ends"],
+                        np.int32(size_class),
+                        *outputs,
+                        *tail,
+                    ),
+                )
         else:
             # split documents' largest |weight|: the others find theirs while accumulating
             max_abs_bits = xp.zeros(n_docs if n_split else 0, dtype=xp.uint64)
@@ -225,7 +272,16 @@ class Engine:
             self.launch(
                 "simhash_accumulate_weighted",
                 n_tasks * words,
-                (states, weights, offsets, *task_args, max_abs_bits, *common, *tail),
+                (
+                    states,
+                    weights,
+                    offsets,
+                    *task_args,
+                    max_abs_bits,
+                    *outputs,
+                    np.int64(n_tasks),
+                    *tail,
+                ),
             )
         if n_split:
             self.launch(

@@ -233,7 +233,7 @@ def _accumulate(
     )
 
 
-PLAN_KEYS = ("task_docs", "task_starts", "partial_rows", "split_docs")
+PLAN_KEYS = ("task_docs", "task_starts", "partial_rows", "split_docs", "class_ends")
 
 
 def feature_jobs(
@@ -266,7 +266,7 @@ def feature_jobs(
         largest = min(engine.task_size, int(counts[start:stop].max()))
         compute = functools.partial(_accumulate, engine, bits, seed, largest)
         weights = None if batch.weights is None else batch.weights[first:last]
-        yield [batch.states[first:last], local, weights, *plan.values()], compute
+        yield [batch.states[first:last], local, weights, *(plan[key] for key in PLAN_KEYS)], compute
 
 
 def _text_codes(

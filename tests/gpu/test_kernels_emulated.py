@@ -15,8 +15,7 @@ from hypothesis import strategies as st
 
 from gpusimhash import _cpu, _validate
 from gpusimhash._gpu import kernels
-from gpusimhash._gpu.engine import encode_texts, split_documents
-from gpusimhash._gpu.engine import unit_kernel as engine_unit_kernel
+from gpusimhash._gpu.engine import encode_texts, size_classes, split_documents
 from gpusimhash.features import FeatureBatch
 from gpusimhash.text import TextFeaturizer
 
@@ -252,7 +251,8 @@ def test_a_padded_plan_gives_the_exact_plans_codes(engine, weights, spare):
 
 def test_a_padded_plan_of_no_documents_is_empty(engine):
     plan = engine.plan_tasks(np.zeros(1, np.int64), capacity=10)
-    assert all(array.size == 0 for array in plan.values())
+    assert all(plan[key].size == 0 for key in ("task_docs", "task_starts", "split_docs"))
+    assert plan["class_ends"].tolist() == [0] * len(kernels.UNIT_KERNELS)
     codes = engine.accumulate(
         np.zeros(0, np.uint32), np.zeros(1, np.int64), None, plan, bits=64, seed=0
     )
@@ -338,27 +338,48 @@ def test_unit_weight_counters_hold_the_largest_task(emulated_kernels):
         emulator.engine(emulated_kernels, task_size=largest + 1)
 
 
-@pytest.mark.parametrize(
-    "planes_group", kernels.UNIT_KERNELS, ids=lambda pg: "planes{}-group{}".format(*pg)
-)
 @pytest.mark.parametrize("bits", [8, 40, 128, 256, 288, 1000])
-def test_every_unit_kernel_matches_numpy(emulated_kernels, planes_group, bits):
-    """Each plane count (forced by an over-estimated largest task), groups of words included."""
-    planes, group = planes_group
-    engine = emulator.engine(emulated_kernels, task_size=5, threads_per_block=32, max_blocks=2)
-    batch = _random_batch(np.random.default_rng(bits), 70, 14, "none")
+def test_every_size_class_matches_numpy(emulated_kernels, bits):
+    """Tasks of every size class, each counted by its own unit kernel, split documents too."""
+    engine = emulator.engine(emulated_kernels, task_size=300, threads_per_block=32, max_blocks=2)
+    rng = np.random.default_rng(bits)
+    lengths = np.concatenate([rng.integers(0, 16, 20), rng.integers(16, 256, 8), [300, 700]])
+    offsets = np.zeros(lengths.size + 1, dtype=np.int64)
+    np.cumsum(rng.permutation(lengths), out=offsets[1:])
+    states = rng.integers(0, 60, offsets[-1]).astype(np.uint32) * np.uint32(2654435761)
+    batch = FeatureBatch(states, offsets, None)
     plan = engine.plan_tasks(batch.offsets)
-    assert engine_unit_kernel(2**planes - 1) == (
-        f"simhash_accumulate_unit<{planes}, {group}>",
-        group,
-    )
-    codes = engine.accumulate(
-        batch.states, batch.offsets, None, plan, bits=bits, seed=77, largest_task=2**planes - 1
-    )
+    entries = np.minimum(batch.offsets[plan["task_docs"] + 1] - plan["task_starts"], 300)
+    bounds = [0, *plan["class_ends"].tolist()]
+    for size_class, (planes, _) in enumerate(kernels.UNIT_KERNELS):
+        members = entries[bounds[size_class] : bounds[size_class + 1]]
+        assert members.size  # every class has tasks
+        assert (members < 2**planes).all()
+        assert size_class == 0 or (members >= 2 ** kernels.UNIT_KERNELS[size_class - 1][0]).all()
+    codes = engine.accumulate(batch.states, batch.offsets, None, plan, bits=bits, seed=77)
     np.testing.assert_array_equal(codes, _cpu.fingerprint_batch(batch, bits=bits, seed=77))
-    assert engine.launch.launched[-2 if plan["split_docs"].size else -1].startswith(
-        f"simhash_accumulate_unit<{planes}"
+    launched = [name for name in engine.launch.launched if name.startswith("simhash_acc")]
+    assert launched == [f"simhash_accumulate_unit<{p}, {g}>" for p, g in kernels.UNIT_KERNELS]
+
+
+def test_size_classes_launch_only_what_the_largest_task_needs(emulated_kernels):
+    engine = emulator.engine(emulated_kernels, task_size=64)
+    batch = _random_batch(np.random.default_rng(3), 30, 12, "none")
+    codes = engine.accumulate(
+        batch.states,
+        batch.offsets,
+        None,
+        engine.plan_tasks(batch.offsets),
+        bits=64,
+        seed=1,
+        largest_task=12,
     )
+    np.testing.assert_array_equal(codes, _cpu.fingerprint_batch(batch, bits=64, seed=1))
+    assert engine.launch.launched == ["simhash_accumulate_unit<4, 8>"]
+    assert size_classes(15) == 1
+    assert size_classes(2**kernels.COUNT_PLANES - 1) == len(kernels.UNIT_KERNELS)
+    with pytest.raises(ValueError, match="planes"):
+        size_classes(2**kernels.COUNT_PLANES)
 
 
 def test_seed_suffix_digits():

@@ -43,14 +43,14 @@ void emu_simhash_accumulate_weighted(unsigned grid, unsigned block, const unsign
 #define EMU_ACCUMULATE_UNIT(PLANES, GROUP)                                                      \
     void emu_simhash_accumulate_unit_##PLANES##_##GROUP(                                        \
         unsigned grid, unsigned block, const unsigned int* states, const long long* offsets,    \
-        const long long* task_docs, const long long* task_starts,                               \
-        const long long* partial_rows, long long* partials, unsigned char* codes,               \
-        long long n_tasks, long long task_size, int bits, unsigned long long suffix_digits,     \
-        int suffix_length) {                                                                    \
+        const long long* task_docs, const long long* task_starts, const long long* class_ends,  \
+        int size_class, const long long* partial_rows, long long* partials, unsigned char* codes, \
+        long long task_size, int bits, unsigned long long suffix_digits, int suffix_length) {   \
         EMU_LAUNCH(grid, block,                                                                 \
                    (simhash_accumulate_unit<PLANES, GROUP>(                                     \
-                       states, offsets, task_docs, task_starts, partial_rows, partials, codes,  \
-                       n_tasks, task_size, bits, suffix_digits, suffix_length)));               \
+                       states, offsets, task_docs, task_starts, class_ends, size_class,         \
+                       partial_rows, partials, codes, task_size, bits, suffix_digits,           \
+                       suffix_length)));                                                        \
     }
 EMU_ACCUMULATE_UNIT(4, 8)
 EMU_ACCUMULATE_UNIT(8, 8)
