@@ -128,8 +128,10 @@ class Verifier:
         out = tuple(xp.empty(m, dtype=xp.float64) for _ in range(3))
         if m == 0:
             return out
-        low = int(_host(xp.minimum(left.min(), right.min())))
-        high = int(_host(xp.maximum(left.max(), right.max())))
+        extremes = xp.stack(
+            [xp.minimum(left.min(), right.min()), xp.maximum(left.max(), right.max())]
+        )
+        low, high = (int(value) for value in _host(extremes))
         if low < 0 or high >= self.n_docs:
             bad = low if low < 0 else high
             raise ValueError(f"pairs must index documents in [0, {self.n_docs}), got {bad}")
