@@ -55,7 +55,13 @@ def add_index_commands(commands: Any) -> None:
     build.add_argument("input", help="JSONL, Parquet, CSV/TSV or text file")
     build.add_argument("--out", required=True, help="index folder to write")
     build.add_argument("--kind", choices=KINDS, default="flat", help="FAISS index kind")
-    build.add_argument("--force", action="store_true", help="replace an index already there")
+    build.add_argument(
+        "--overwrite",
+        "--force",
+        dest="overwrite",
+        action="store_true",
+        help="replace an index already there (as dedup's --overwrite; --force: the old name)",
+    )
     options.input_options(build)
     options.hashing_options(build)
     options.common(build)
@@ -202,7 +208,7 @@ def _fill(index: SimHashIndex, args: argparse.Namespace, path: Path, *, first_bu
             if args.id_field is not None:
                 ids = _batch_ids(index, batch, path, args.id_field)
             elif index.id_type == "key":
-                raise UserError(f"{path}: this index has string ids: give --id-field")
+                raise UsageError(f"{path}: this index has string ids: give --id-field")
             elif first_build:
                 ids = batch.rows
             else:
@@ -246,8 +252,8 @@ def run_build(args: argparse.Namespace) -> int:
     path = options.check_readable(args.input)
     folder = options.prepare_folder(args.out)
     with writing(folder):  # a concurrent build or add into the folder waits
-        if (folder / "manifest.json").exists() and not args.force:
-            raise UserError(f"{folder} already holds an index: use --force to replace it")
+        if (folder / "manifest.json").exists() and not args.overwrite:
+            raise UserError(f"{folder} already holds an index: give --overwrite to replace it")
         index = SimHashIndex(
             args.bits, kind=args.kind, seed=args.seed, featurizer=options.featurizer_from(args)
         )

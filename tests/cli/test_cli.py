@@ -317,9 +317,12 @@ def error_cases(tmp_path):
     cut.write_bytes(data[: len(data) // 2])
     a_file = tmp_path / "a_file"
     a_file.write_text("x")
+    empty_folder = tmp_path / "empty_folder"
+    empty_folder.mkdir(exist_ok=True)
     return [
         (["dedup", tmp_path / "missing.jsonl"], 1, "cannot read .*missing.jsonl: no such file"),
-        (["dedup", tmp_path], 1, "it is a folder, not a file"),
+        (["dedup", empty_folder], 1, "empty_folder: a folder with no files"),
+        (["dedup", good, "--out", tmp_path], 1, "is not empty: give --overwrite"),
         (["dedup", no_text], 1, r"no_text.jsonl, line 2: no field 'text' \(fields: body\)"),
         (["dedup", bad_json], 1, r"bad.jsonl, line 3: not valid JSON"),
         (["dedup", no_column], 1, r"no_column.csv: no column 'text' in the header"),
@@ -370,6 +373,7 @@ def run_in_process(args, capsys):
 
 def test_every_error_is_one_line_with_the_right_exit_code(tmp_path, capsys, monkeypatch):
     monkeypatch.delenv("GPUSIMHASH_TRACEBACK", raising=False)
+    monkeypatch.chdir(tmp_path)  # the default --out, gpusimhash-report, starts missing
     for args, code, message in error_cases(tmp_path):
         returned, out, err = run_in_process(
             [*args, "-q"] if args[:1] == ["dedup"] else args, capsys
@@ -525,7 +529,7 @@ def test_index_errors(tmp_path, capsys, monkeypatch):
     broken.mkdir()
     (broken / "manifest.json").write_text("{not json")
     cases = [
-        (["index", "build", path, "--out", folder], "already holds an index: use --force"),
+        (["index", "build", path, "--out", folder], "already holds an index: give --overwrite"),
         (
             ["index", "add", folder, string_ids, "--id-field", "id"],
             r"document 0: this index has integer ids, field 'id' has 'd0'",

@@ -88,8 +88,22 @@ def test_add_to_a_string_id_index_keeps_strings(named_index, tmp_path, capsys):
     assert SimHashIndex.load(named_index).ids().tolist()[-1] == "7"
     assert query(named_index, capsys, "--id", "7", "-k", "1")[0]["results"][0]["id"] == "7"
     code, _, err = in_process(["index", "add", named_index, more, "-q"], capsys)
-    assert code == 1
+    assert code == 2
     assert "this index has string ids: give --id-field" in err
+
+
+def test_build_overwrite_replaces_and_force_is_its_old_name(tmp_path, capsys):
+    path = tmp_path / "docs.txt"
+    path.write_text("".join(t + "\n" for t in TEXTS))
+    folder = tmp_path / "idx"
+    build = ["index", "build", path, "--out", folder, "--bits", "64", "-q"]
+    assert in_process(build, capsys)[0] == 0
+    code, _, err = in_process(build, capsys)
+    assert code == 1
+    assert "already holds an index: give --overwrite to replace it" in err
+    for flag in ("--overwrite", "--force"):
+        assert in_process([*build, flag], capsys)[0] == 0
+    assert len(SimHashIndex.load(folder)) == len(TEXTS)
 
 
 def test_k_caps_a_threshold_query(tmp_path, capsys):
