@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import sys
+from pathlib import Path
 from typing import Any
 
 from gpusimhash._choices import CLUSTERINGS, OUTPUT_FORMATS, POLICIES
@@ -47,7 +49,12 @@ def add_dedup_command(commands: Any) -> None:
         description="Remove near-duplicates; without INPUT, run on the bundled sample corpus.",
         formatter_class=options.HelpFormatter,
     )
-    dedup.add_argument("input", nargs="?", help="JSONL, Parquet, CSV/TSV or text file")
+    dedup.add_argument(
+        "input",
+        nargs="*",
+        help="JSONL, Parquet, CSV/TSV or text files, folders (their files) or glob patterns, "
+        "read as one corpus; - reads standard input (plain text unless --format says)",
+    )
     options.input_options(dedup)
     options.hashing_options(dedup)
     dedup.set_defaults(bits=DEFAULT_BITS)
@@ -111,6 +118,11 @@ def add_dedup_command(commands: Any) -> None:
     out = dedup.add_argument_group("output")
     out.add_argument("--out", default=DEFAULT_REPORT_DIR, help="output folder")
     out.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace an earlier run's outputs in --out (without it, --out must be empty)",
+    )
+    out.add_argument(
         "--output-format", choices=OUTPUT_FORMATS, default="jsonl", help="output files"
     )
     out.add_argument(
@@ -132,17 +144,20 @@ def run_dedup(args: argparse.Namespace) -> int:
     from gpusimhash.dedup.pipeline import DedupOptions, run
     from gpusimhash.fingerprinting import FingerprintSettings
     from gpusimhash.io._atomic import replacing_folder
+    from gpusimhash.io.inputs import STDIN, spooled_stdin
 
     id_field, truth_field, input_format = args.id_field, args.truth_field, args.format
+    args.input = args.input or None  # none: the bundled sample
+    paths: list[Any]
     if args.input is None:
         from gpusimhash.datasets import sample
 
-        path = sample.sample_corpus_path()
+        paths = [sample.sample_corpus_path()]
         id_field = id_field or sample.ID_FIELD
         truth_field = truth_field or sample.TRUTH_FIELD
         input_format = input_format or "jsonl"
     else:  # on a cluster: files, a folder or a glob, checked by the distributed dedup
-        path = args.input if uses_cluster(args) else options.check_readable(args.input)
+        paths = args.input if uses_cluster(args) else _input_paths(args.input)
     if args.keep == "score" and not args.score_field:
         raise options.UsageError("--keep score needs --score-field FIELD")
     similarity = args.min_cosine is not None or args.min_jaccard is not None
@@ -151,6 +166,11 @@ def run_dedup(args: argparse.Namespace) -> int:
             "with --no-verify, give one of --max-distance, --min-cosine and --min-jaccard"
         )
     out = options.prepare_folder(args.out)
+    if not args.overwrite and any(out.iterdir()):
+        raise options.UserError(
+            f"{args.out} is not empty: give --overwrite to replace an earlier run's outputs, "
+            "or choose another --out"
+        )
     settings = FingerprintSettings(
         bits=args.bits, seed=args.seed, featurizer=options.featurizer_from(args)
     )
@@ -182,11 +202,15 @@ def run_dedup(args: argparse.Namespace) -> int:
         return 0
     # every output is written into a staging folder that replaces `out` whole at the end: an
     # interrupted or failed run leaves the previous outputs, never a mix of two runs
-    with replacing_folder(out, owned=_earlier_output) as stage:
-        progress = options.progress_factory(args.quiet)
-        result = run(path, stage, settings, dedup_options, progress=progress)
+    with contextlib.ExitStack() as inputs:
+        if STDIN in map(str, paths):  # read twice: copied once
+            stdin = inputs.enter_context(spooled_stdin())
+            paths = [stdin if str(p) == STDIN else p for p in paths]
+        with replacing_folder(out, owned=_earlier_output) as stage:
+            progress = options.progress_factory(args.quiet)
+            result = run(paths, stage, settings, dedup_options, progress=progress)
     summary = result.summary
-    label = "the bundled sample corpus" if args.input is None else str(path)
+    label = "the bundled sample corpus" if args.input is None else summary["input"]
     tables = {f"gpusimhash dedup: {label}": summary["results"]}
     if summary.get("ground_truth"):
         tables["against the ground truth"] = summary["ground_truth"]
@@ -195,6 +219,17 @@ def run_dedup(args: argparse.Namespace) -> int:
     for warning in summary.get("warnings", []):
         print(f"gpusimhash: warning: {warning}", file=sys.stderr)
     return 0
+
+
+def _input_paths(inputs: list[str]) -> list[Path]:
+    """Expand files, folders, globs and ``-``; raise UserError for one that cannot be read."""
+    from gpusimhash.io.inputs import STDIN, input_files
+
+    try:
+        paths = input_files(inputs)
+    except (FileNotFoundError, ValueError) as error:
+        raise options.UserError(f"cannot read {error}") from None
+    return [p if str(p) == STDIN else options.check_readable(str(p)) for p in paths]
 
 
 def _earlier_output(name: str) -> bool:

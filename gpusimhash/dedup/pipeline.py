@@ -29,11 +29,12 @@ list of them.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from tqdm import tqdm
@@ -57,7 +58,7 @@ from gpusimhash.features import FeatureBatch
 from gpusimhash.fingerprinting import FingerprintSettings, resolve_device
 from gpusimhash.io.lines import LineBatch, document_batches
 from gpusimhash.io.readers import DocumentBatch as Batch
-from gpusimhash.io.readers import FileState, InputError, read_batches
+from gpusimhash.io.readers import FileState, InputError, detect_format, read_batches
 from gpusimhash.io.writers import RecordWriter, write_json
 from gpusimhash.search._join import DuplicateGroups
 from gpusimhash.search.budget import MAX_CANDIDATE_PAIRS
@@ -282,37 +283,114 @@ class _Clusters:
 
 @dataclass
 class _Source:
-    """The input file and how to read it."""
+    """The input files, read one after another as one corpus (rows numbered across them)."""
 
-    path: Path
+    paths: tuple[Path, ...]
     options: DedupOptions
+    id_field: str | None  # the option, else ``id`` when the first record has one
+
+    @classmethod
+    def of(cls, path: str | Path | Sequence[str | Path], options: DedupOptions) -> _Source:
+        """Name the input files; take ids from an ``id`` field when none is named and one exists."""
+        paths = (Path(path),) if isinstance(path, str | Path) else tuple(map(Path, path))
+        if not paths:
+            raise ValueError("no input file")
+        id_field = options.id_field
+        if id_field is None and _has_id_field(paths[0], options):
+            id_field = "id"
+        return cls(paths, options, id_field)
+
+    @property
+    def name(self) -> str:
+        """The input in messages and the summary: the file, or the first of several."""
+        more = len(self.paths) - 1
+        return f"{self.paths[0]} (and {more} more files)" if more else str(self.paths[0])
+
+    def states(self) -> list[FileState]:
+        """Take every file's state (pipes refused: the input is read more than once)."""
+        return [FileState.of(path) for path in self.paths]
+
+    def check(self, states: list[FileState]) -> None:
+        """Raise InputError if a file changed since its state was taken."""
+        for path, state in zip(self.paths, states, strict=True):
+            state.check(path)
 
     def batches(self, *, records: bool) -> Iterator[Batch]:
-        """Read the file in batches (with whole records when asked)."""
-        return read_batches(
-            self.path,
-            format=self.options.format,
-            text_field=self.options.text_field,
-            id_field=self.options.id_field,
-            batch_size=self.options.batch_size,
-            records=records,
+        """Read the files in batches (with whole records when asked)."""
+        batches = self._each(
+            lambda path: read_batches(
+                path,
+                format=self.options.format,
+                text_field=self.options.text_field,
+                id_field=self.id_field,
+                batch_size=self.options.batch_size,
+                records=records,
+            )
         )
+        return cast(Iterator[Batch], batches)  # read_batches' batches, renumbered
 
     def fingerprint_batches(self, *, records: bool) -> Iterator[Batch | LineBatch]:
-        """Read the file for the first pass: plain text as UTF-8 bytes, unless records are needed."""
+        """Read the files for the first pass: plain text as UTF-8 bytes, unless records are needed."""
         if records:
             return self.batches(records=True)
-        return document_batches(
-            self.path,
-            format=self.options.format,
-            text_field=self.options.text_field,
-            id_field=self.options.id_field,
-            batch_size=self.options.batch_size,
+        return self._each(
+            lambda path: document_batches(
+                path,
+                format=self.options.format,
+                text_field=self.options.text_field,
+                id_field=self.id_field,
+                batch_size=self.options.batch_size,
+            )
         )
+
+    def _each(
+        self, read: Callable[[Path], Iterator[Batch | LineBatch]]
+    ) -> Iterator[Batch | LineBatch]:
+        """Chain the files' batches, rows (and ids that are rows) numbered across files."""
+        offset = 0
+        for path in self.paths:
+            plain = (self.options.format or detect_format(path)) == "text"
+            rows = 0
+            for batch in read(path):
+                rows += len(batch)
+                yield _shifted(batch, offset, self.id_field is None, plain) if offset else batch
+            offset += rows
+
+
+def _shifted(
+    batch: Batch | LineBatch, offset: int, row_ids: bool, plain: bool
+) -> Batch | LineBatch:
+    """Renumber a batch's rows from ``offset`` on, and its ids when they are rows.
+
+    A plain-text file's records (``{"id": row, "text": line}``) take the new rows as ids.
+    """
+    rows = batch.rows + offset
+    if isinstance(batch, LineBatch):
+        return LineBatch(rows, batch.texts)
+    if not (row_ids or plain):
+        return dataclasses.replace(batch, rows=rows)
+    ids = rows.tolist()
+    records = batch.records
+    if plain and records is not None:
+        records = [{"id": row, "text": r["text"]} for row, r in zip(ids, records, strict=True)]
+    return dataclasses.replace(batch, rows=rows, ids=ids, records=records)
+
+
+def _has_id_field(path: Path, options: DedupOptions) -> bool:
+    """Whether a (regular) file's first record has an ``id`` field holding an int or a str."""
+    format = options.format or detect_format(path)
+    if format == "text" or options.text_field == "id" or not path.is_file():
+        return False
+    batches = read_batches(
+        path, format=format, text_field=options.text_field, batch_size=1, records=True
+    )
+    first = next(batches, None)
+    value = first.record(0).get("id") if first is not None else None
+    return isinstance(value, int | str) and not isinstance(value, bool)
 
 
 def dedup_file(
-    path: str | Path,
+    path: str | Path | Sequence[str | Path],
     out_dir: str | Path,
     *,
     bits: int = 64,
@@ -325,8 +403,11 @@ def dedup_file(
 
     Parameters
     ----------
-    path : str or Path
-        Input file (see ``gpusimhash.io.readers``).
+    path : str, Path or sequence of them
+        Input file, or files read one after another as one corpus (see
+        ``gpusimhash.io.readers``; `gpusimhash.io.inputs.input_files` expands folders and globs).
+        Ids come from ``id_field``, else from an ``id`` field when the first record has one
+        (an int or a str), else they are row numbers (counted across the files).
     out_dir : str or Path
         Folder for ``kept.<fmt>``, ``duplicates.<fmt>`` and ``summary.json`` (created if
         missing).
@@ -364,7 +445,7 @@ def dedup_file(
 
 
 def run(
-    path: str | Path,
+    path: str | Path | Sequence[str | Path],
     out_dir: str | Path,
     settings: FingerprintSettings,
     options: DedupOptions,
@@ -375,8 +456,8 @@ def run(
 
     Parameters
     ----------
-    path : str or Path
-        Input file.
+    path : str, Path or sequence of them
+        Input file, or files read as one corpus (as for `dedup_file`).
     out_dir : str or Path
         Output folder (created if missing).
     settings : FingerprintSettings
@@ -390,8 +471,8 @@ def run(
     -------
     DedupResult
     """
-    source, out_dir = _Source(Path(path), options), Path(out_dir)
-    state = FileState.of(source.path)  # read more than once: no pipe, checked after the last read
+    source, out_dir = _Source.of(path, options), Path(out_dir)
+    states = source.states()  # read more than once: no pipe, checked after the last read
     limit = options.threshold(settings.bits)
     device = resolve_device(options.device)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -444,7 +525,7 @@ def run(
     with timer.stage("write", total=n) as bar:
         ids, texts = _write_kept(source, out_dir, clusters, wanted, files, bar)
         cluster = _write_duplicates(out_dir, options.output_format, clusters, ids, first, files)
-    state.check(source.path)
+    source.check(states)
 
     n_pairs = _count_pairs(near)
     summary = _summary(source, settings, options, device, limit, groups, first, clusters)
@@ -522,10 +603,10 @@ def _fingerprint_pass(
         # labels and scores: fields of records (asked for, so never plain text as bytes)
         if options.truth_field is not None and isinstance(batch, Batch):
             field = options.truth_field
-            values = [_record_value(source.path, batch, k, field) for k in range(len(batch))]
-            truth.append(_labels(values, table, str(source.path)))
+            values = [_record_value(source.name, batch, k, field) for k in range(len(batch))]
+            truth.append(_labels(values, table, source.name))
         if options.score_field is not None and isinstance(batch, Batch):
-            scores.append(_scores(source.path, batch, options.score_field))
+            scores.append(_scores(source.name, batch, options.score_field))
         bar.update(len(batch))
     return _Fingerprints(
         codes=np.concatenate(codes) if codes else np.zeros((0, settings.bits // 8), np.uint8),
@@ -610,7 +691,7 @@ def _write_kept(
             bar.update(len(batch))
     if rows_read != len(kept):
         raise InputError(
-            f"{source.path}: changed while it was read ({len(kept)} documents, then {rows_read})"
+            f"{source.name}: changed while it was read ({len(kept)} documents, then {rows_read})"
         )
     files[kept_path.name] = f"the {writer.count:,} kept documents, whole records, in input order"
     return ids, texts
@@ -683,7 +764,7 @@ def _summary(
     featurizer, recall, radius = settings.featurizer, options.recall, limit.radius
     removed = ~kept
     return {
-        "input": str(source.path),
+        "input": source.name,
         "settings": {
             "bits": settings.bits,
             "seed": settings.seed,
@@ -772,7 +853,7 @@ def _labels(values: list[Any], table: dict[Any, int], where: str) -> np.ndarray:
     return out
 
 
-def _record_value(path: Path, batch: Batch, k: int, field_name: str) -> Any:
+def _record_value(path: str | Path, batch: Batch, k: int, field_name: str) -> Any:
     """Return a field of a record, or raise naming the row."""
     record = batch.record(k)
     if field_name not in record:
@@ -783,7 +864,7 @@ def _record_value(path: Path, batch: Batch, k: int, field_name: str) -> Any:
     return record[field_name]
 
 
-def _scores(path: Path, batch: Batch, field_name: str) -> np.ndarray:
+def _scores(path: str | Path, batch: Batch, field_name: str) -> np.ndarray:
     """Return the numeric score of every record of a batch."""
     out = np.empty(len(batch))
     for k in range(len(batch)):

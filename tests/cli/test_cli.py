@@ -395,7 +395,7 @@ def test_errors_in_a_real_process_have_no_traceback(tmp_path):
     cases = [c for c in error_cases(tmp_path) if "missing.jsonl" in str(c[0]) or c[1] == 2][:3]
     cases.append(next(c for c in error_cases(tmp_path) if "no_text.jsonl" in str(c[0])))
     with ThreadPoolExecutor(4) as pool:
-        results = list(pool.map(lambda case: run(*case[0]), cases))
+        results = list(pool.map(lambda case: run(*case[0], cwd=tmp_path), cases))
     for (args, code, message), done in zip(cases, results, strict=True):
         assert done.returncode == code, (args, done.stderr)
         assert "Traceback" not in done.stderr

@@ -34,7 +34,10 @@ def earlier_run(tmp_path):
     source = tmp_path / "in.jsonl"
     write_docs(source, 40)
     out = tmp_path / "out"
-    assert main(["dedup", str(source), "--out", str(out), "-q", "--max-distance", "3"]) == 0
+    assert (
+        main(["dedup", str(source), "--out", str(out), "-q", "--max-distance", "3", "--overwrite"])
+        == 0
+    )
     return source, out, snapshot(out)
 
 
@@ -48,7 +51,10 @@ def test_interrupt_in_a_compiled_call_is_a_quiet_130(monkeypatch, capsys, earlie
             raise SystemError("CPUDispatcher(<function word_runs>) returned a result") from None
 
     monkeypatch.setattr(pipeline, "_join", compiled_call_interrupted)
-    assert main(["dedup", str(source), "--out", str(out), "-q", "--max-distance", "3"]) == 130
+    assert (
+        main(["dedup", str(source), "--out", str(out), "-q", "--max-distance", "3", "--overwrite"])
+        == 130
+    )
     assert capsys.readouterr().err == "gpusimhash: interrupted\n"
     assert snapshot(out) == before
 
@@ -64,7 +70,9 @@ def test_a_run_stopped_after_writing_kept_leaves_the_earlier_outputs(
         raise failure(28, "No space left on device")
 
     monkeypatch.setattr(pipeline, "_write_duplicates", stopped)
-    code = main(["dedup", str(source), "--out", str(out), "-q", "--max-distance", "3"])
+    code = main(
+        ["dedup", str(source), "--out", str(out), "-q", "--max-distance", "3", "--overwrite"]
+    )
     assert code == (130 if failure is KeyboardInterrupt else 1)
     assert snapshot(out) == before
     assert hidden_siblings(out) == []
@@ -75,7 +83,7 @@ def test_a_finished_run_replaces_every_earlier_output(earlier_run):
     source, out, before = earlier_run
     assert "report.md" in before
     write_docs(source, 60, word="other")
-    args = ["dedup", str(source), "--out", str(out), "-q", "--max-distance", "3"]
+    args = ["dedup", str(source), "--out", str(out), "-q", "--max-distance", "3", "--overwrite"]
     assert main([*args, "--output-format", "parquet", "--no-report"]) == 0
     assert sorted(snapshot(out)) == ["duplicates.parquet", "kept.parquet", "summary.json"]
     assert hidden_siblings(out) == []
@@ -91,7 +99,10 @@ def test_a_file_rewritten_between_the_passes_is_refused(monkeypatch, capsys, ear
         return join(*args, **kwargs)
 
     monkeypatch.setattr(pipeline, "_join", rewrite_then_join)
-    assert main(["dedup", str(source), "--out", str(out), "-q", "--max-distance", "3"]) == 1
+    assert (
+        main(["dedup", str(source), "--out", str(out), "-q", "--max-distance", "3", "--overwrite"])
+        == 1
+    )
     assert "in.jsonl: changed while it was read (rewritten)" in capsys.readouterr().err
     assert snapshot(out) == before
 
@@ -114,7 +125,7 @@ def test_a_pipe_is_refused_before_any_work(tmp_path):
 def test_a_folder_with_other_files_is_not_replaced(tmp_path, capsys):
     source = tmp_path / "in.jsonl"
     write_docs(source, 10)
-    assert main(["dedup", str(source), "--out", str(tmp_path), "-q"]) == 1
+    assert main(["dedup", str(source), "--out", str(tmp_path), "-q", "--overwrite"]) == 1
     assert "holds files this run would not write (in.jsonl)" in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl"]
 
@@ -124,7 +135,10 @@ def test_abandoned_staging_folders_are_removed(earlier_run):
     abandoned = out.parent / f".{out.name}.dead1234.staging"
     abandoned.mkdir()
     (abandoned / "kept.jsonl").write_text("half")
-    assert main(["dedup", str(source), "--out", str(out), "-q", "--max-distance", "3"]) == 0
+    assert (
+        main(["dedup", str(source), "--out", str(out), "-q", "--max-distance", "3", "--overwrite"])
+        == 0
+    )
     assert hidden_siblings(out) == []
 
 

@@ -25,7 +25,9 @@ def dedup(tmp_path, capsys, *args, docs=CHAIN):
     path = tmp_path / "in.txt"
     path.write_text("".join(t + "\n" for t in docs), encoding="utf-8")
     out = tmp_path / "out"
-    code = main(["dedup", str(path), "--out", str(out), "--no-report", "--json", "-q", *args])
+    code = main(
+        ["dedup", str(path), "--out", str(out), "--no-report", "--json", "-q", "--overwrite", *args]
+    )
     captured = capsys.readouterr()
     summary = json.loads(captured.out) if code == 0 else None
     duplicates = (

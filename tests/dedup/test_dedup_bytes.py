@@ -72,7 +72,7 @@ def test_text_as_bytes_gives_the_str_paths_results(tmp_path, monkeypatch, option
 def test_first_pass_reads_line_batches_and_lengths_in_code_points(tmp_path):
     path = tmp_path / "in.txt"
     path.write_text("a\nÄÖü\n😀😀\n\n")
-    source = pipeline._Source(path, pipeline.DedupOptions(batch_size=3))
+    source = pipeline._Source.of(path, pipeline.DedupOptions(batch_size=3))
     batches = list(source.fingerprint_batches(records=False))
     assert [type(b) for b in batches] == [LineBatch, LineBatch]
     assert [b.rows.tolist() for b in batches] == [[0, 1, 2], [3]]
