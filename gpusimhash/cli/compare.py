@@ -15,11 +15,13 @@ import math
 from typing import Any
 
 from gpusimhash._choices import WEIGHTINGS
+from gpusimhash.cli import dedup as dedup_command
 from gpusimhash.cli import options
 from gpusimhash.cli.options import UserError
 
-# dedup's default threshold (gpusimhash.search.verify.DEFAULT_MIN_COSINE; a test checks)
-DEFAULT_MIN_COSINE = 0.8
+# compare gives dedup's verdict, with dedup's defaults (tests/cli/test_cli_defaults.py checks)
+DEFAULT_MIN_COSINE = dedup_command.DEFAULT_MIN_COSINE
+DEFAULT_BITS = dedup_command.DEFAULT_BITS
 shown = functools.partial(options.integer, name="show", low=0)
 jaccard = functools.partial(
     options.number, name="min-jaccard", low=0.0, high=1.0, open_interval=False
@@ -65,6 +67,7 @@ def add_compare_command(commands: Any) -> None:
     # tf-idf needs a corpus to fit: two texts are not one
     fixed = tuple(w for w in WEIGHTINGS if w != "tfidf")
     options.hashing_options(compare, weightings=fixed)
+    compare.set_defaults(bits=DEFAULT_BITS)
     options.common(compare)
     compare.set_defaults(handler=run_compare)
 
