@@ -152,7 +152,11 @@ def input_options(parser: argparse.ArgumentParser) -> None:
     """Add the options that say how to read an input file."""
     group = parser.add_argument_group("input")
     group.add_argument("--format", choices=FORMATS, help="input format (default: from the name)")
-    group.add_argument("--text-field", default="text", help="field or column with the text")
+    group.add_argument(
+        "--text-field",
+        default="text",
+        help="field or column with the text (meta.text: nested; title,body: several, joined)",
+    )
     group.add_argument("--id-field", help="field or column with document ids (default: row)")
     group.add_argument(
         "--batch-size", type=batch_size, default=10_000, help="documents per batch (memory)"

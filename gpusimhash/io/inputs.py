@@ -86,7 +86,7 @@ def input_files(inputs: str | Path | Sequence[str | Path]) -> list[Path]:
 
 @contextlib.contextmanager
 def spooled_stdin(stream: IO[bytes] | None = None, *, suffix: str = "") -> Iterator[Path]:
-    """Copy standard input into a temporary file; yield its path, delete it afterwards.
+    r"""Copy standard input into a temporary file; yield its path, delete it afterwards.
 
     Parameters
     ----------
@@ -103,7 +103,7 @@ def spooled_stdin(stream: IO[bytes] | None = None, *, suffix: str = "") -> Itera
     Examples
     --------
     >>> import io
-    >>> with spooled_stdin(io.BytesIO(b"one\\ntwo\\n"), suffix=".txt") as path:
+    >>> with spooled_stdin(io.BytesIO(b"one\ntwo\n"), suffix=".txt") as path:
     ...     path.read_text().splitlines(), path.suffix
     (['one', 'two'], '.txt')
     """

@@ -41,6 +41,7 @@ from typing import IO, Any
 import numpy as np
 
 from gpusimhash._choices import FORMATS
+from gpusimhash.io.fields import SEPARATOR, FieldError, TextField
 
 _SUFFIXES = {
     ".jsonl": "jsonl",
@@ -250,7 +251,10 @@ def read_batches(
     format : str, optional
         One of ``FORMATS``; default: from the file name (:func:`detect_format`).
     text_field : str
-        Field (JSONL), column (Parquet, CSV, TSV) holding the text; unused for plain text.
+        Field (JSONL), column (Parquet, CSV, TSV) holding the text; unused for plain text. A
+        dotted path reads a nested field (``meta.text``: JSON objects, Parquet structs), and
+        several comma-separated fields are joined with a newline (``title,body``); see
+        `gpusimhash.io.fields.TextField`.
     id_field : str, optional
         Field holding each document's id (int or str); default: the row number.
     batch_size : int
@@ -343,15 +347,6 @@ def _where(path: Path, line: int) -> str:
     return f"{path}, line {line}"
 
 
-def _check_text(value: Any, path: Path, line: int, field: str) -> str:
-    """Return a text value, or raise naming the file, line and field."""
-    if not isinstance(value, str):
-        raise InputError(
-            f"{_where(path, line)}: field {field!r} must be a string, got {_describe(value)}"
-        )
-    return value
-
-
 def _check_id(value: Any, path: Path, line: int, field: str) -> int | str:
     """Return an id value (int or str), or raise naming the file, line and field."""
     if isinstance(value, bool) or not isinstance(value, int | str):
@@ -408,6 +403,7 @@ def _jsonl_rows(
     stream: IO[bytes], path: Path, format: str, text_field: str, id_field: str | None
 ) -> Iterator[Row]:
     """Yield ``(id, text, record)`` from JSON lines."""
+    field = TextField.parse(text_field)
     row = 0
     for line, content in _read_lines(stream, path):
         if not content.strip():
@@ -426,7 +422,10 @@ def _jsonl_rows(
             )
         if _SURROGATE_ESCAPE.search(content):
             _check_unicode(record, path, line)
-        text = _check_text(_field(record, text_field, path, line), path, line, text_field)
+        try:
+            text = field.text(record)
+        except FieldError as error:
+            raise InputError(f"{_where(path, line)}: {error}") from None
         doc_id: int | str = row
         if id_field is not None:
             doc_id = _check_id(_field(record, id_field, path, line), path, line, id_field)
@@ -480,12 +479,11 @@ def _csv_rows(
         repeated = sorted({name for name in header if header.count(name) > 1})
         if repeated:
             raise InputError(f"{path}: the header repeats column {repeated[0]!r}")
-        for field in (text_field, id_field):
-            if field is not None and field not in header:
-                raise InputError(
-                    f"{path}: no column {field!r} in the header (columns: {', '.join(header)})"
-                )
-        text_column = header.index(text_field)
+        text_columns = _csv_text_columns(header, text_field, path)
+        if id_field is not None and id_field not in header:
+            raise InputError(
+                f"{path}: no column {id_field!r} in the header (columns: {', '.join(header)})"
+            )
         id_column = header.index(id_field) if id_field is not None else None
         for row, values in enumerate(reader):
             if len(values) != len(header):
@@ -494,12 +492,27 @@ def _csv_rows(
                     f"the header has {len(header)}"
                 )
             doc_id = row if id_column is None else values[id_column]
-            yield doc_id, values[text_column], dict(zip(header, values, strict=True))
+            text = SEPARATOR.join(values[k] for k in text_columns)
+            yield doc_id, text, dict(zip(header, values, strict=True))
     except csv.Error as error:
         reason = "an unterminated quote" if "unexpected end" in str(error) else str(error)
         raise InputError(
             f"{_where(path, reader.line_num)}: malformed {format.upper()} ({reason})"
         ) from None
+
+
+def _csv_text_columns(header: list[str], text_field: str, path: Path) -> list[int]:
+    """Return the columns of the text (one, or several joined); InputError for a missing one."""
+    if text_field in header:
+        return [header.index(text_field)]
+    field = TextField.parse(text_field)
+    names = [".".join(p) for p in field.paths]
+    missing = [name for name in names if name not in header]
+    if missing:
+        raise InputError(
+            f"{path}: no column {missing[0]!r} in the header (columns: {', '.join(header)})"
+        )
+    return [header.index(name) for name in names]
 
 
 def _csv_lines(stream: IO[bytes], path: Path) -> Iterator[str]:
@@ -531,18 +544,24 @@ def _parquet_batches(
             raise
         raise InputError(f"{path}: not a readable Parquet file ({error})") from None
     names = parquet.schema_arrow.names
-    for field in (text_field, id_field):
-        if field is not None and field not in names:
-            raise InputError(f"{path}: no column {field!r} (columns: {', '.join(names)})")
-    columns = None if keep_records else [f for f in (text_field, id_field) if f is not None]
+    spec = TextField.parse(text_field) if text_field not in names else None
+    text_columns = [text_field] if spec is None else spec.top_level
+    for name in (*text_columns, id_field):
+        if name is not None and name not in names:
+            raise InputError(f"{path}: no column {name!r} (columns: {', '.join(names)})")
+    wanted = [*text_columns, *([id_field] if id_field is not None else [])]
+    columns = None if keep_records else list(dict.fromkeys(wanted))
     first = 0
     try:
         for record_batch in parquet.iter_batches(batch_size=batch_size, columns=columns):
-            texts = record_batch.column(text_field).to_pylist()
             ids = record_batch.column(id_field).to_pylist() if id_field else None
-            for k, value in enumerate(texts):
-                if not isinstance(value, str):
-                    _raise_row(path, first + k, text_field, value, "a string")
+            if spec is None:
+                texts = record_batch.column(text_field).to_pylist()
+                for k, value in enumerate(texts):
+                    if not isinstance(value, str):
+                        _raise_row(path, first + k, text_field, value, "a string")
+            else:
+                texts = _parquet_texts(record_batch.select(text_columns), spec, path, first)
             if ids is None:
                 ids = list(range(first, first + len(texts)))
             else:
@@ -557,6 +576,17 @@ def _parquet_batches(
         if isinstance(error, InputError):
             raise
         raise InputError(f"{path}, row {first}: cannot read Parquet data ({error})") from None
+
+
+def _parquet_texts(table: Any, field: TextField, path: Path, first: int) -> list[str]:
+    """Return the texts of nested or several columns, row by row."""
+    texts = []
+    for k, record in enumerate(table.to_pylist()):
+        try:
+            texts.append(field.text(record))
+        except FieldError as error:
+            raise InputError(f"{path}, row {first + k}: {error}") from None
+    return texts
 
 
 def _raise_row(path: Path, row: int, field: str, value: Any, expected: str) -> None:

@@ -75,3 +75,18 @@ def test_standard_input_is_read_once_and_deduplicated(tmp_path):
     assert done.returncode == 0, done.stderr
     assert lines(tmp_path / "stdin" / "kept.jsonl") == lines(tmp_path / "file" / "kept.jsonl")
     assert len(lines(tmp_path / "stdin" / "kept.jsonl")) == 4
+
+
+def test_nested_and_joined_text_fields(tmp_path):
+    rows = [
+        {"meta": {"title": "Rain"}, "body": TEXTS[0]},
+        {"meta": {"title": "Rain"}, "body": TEXTS[2]},
+        {"meta": {"title": "Other"}, "body": TEXTS[2]},
+    ]
+    path = tmp_path / "in.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    for field, kept in (("body", 1), ("meta.title,body", 2)):
+        out = tmp_path / field
+        args = ["dedup", str(path), "--text-field", field, "--out", str(out), "--bits", "64"]
+        assert main([*args, "--max-distance", "0", "--no-report", "-q"]) == 0
+        assert len(lines(out / "kept.jsonl")) == kept
