@@ -102,47 +102,62 @@ def pair_similarities(
     jaccard = np.empty(m, dtype=np.float64)
     weighted = np.empty(m, dtype=np.float64)
     for p in prange(m):
-        a = left[p]
-        b = right[p]
-        i, i_end = offsets[a], offsets[a + 1]
-        j, j_end = offsets[b], offsets[b + 1]
-        size_a = i_end - i
-        size_b = j_end - j
-        if size_a == 0 or size_b == 0:
-            cosine[p] = np.nan
-            jaccard[p] = np.nan
-            weighted[p] = np.nan
-            continue
-        shift_a = -exponents[a]
-        shift_b = -exponents[b]
-        dot = 0.0
-        shared = 0
-        low = 0.0
-        high = 0.0
-        while i < i_end or j < j_end:
-            if j == j_end or (i < i_end and states[i] < states[j]):
-                w = weights[i]
-                low += min(w, 0.0)
-                high += max(w, 0.0)
-                i += 1
-            elif i == i_end or states[j] < states[i]:
-                w = weights[j]
-                low += min(w, 0.0)
-                high += max(w, 0.0)
-                j += 1
-            else:
-                wa = weights[i]
-                wb = weights[j]
-                dot += math.ldexp(wa, shift_a) * math.ldexp(wb, shift_b)
-                low += min(wa, wb)
-                high += max(wa, wb)
-                shared += 1
-                i += 1
-                j += 1
-        value = dot / math.sqrt(squared_norms[a] * squared_norms[b])
-        cosine[p] = min(1.0, max(-1.0, value))
-        jaccard[p] = shared / (size_a + size_b - shared)
-        weighted[p] = low / high if high != 0.0 else np.nan
+        cosine[p], jaccard[p], weighted[p] = pair_similarity(
+            states, offsets, weights, exponents, squared_norms, left[p], right[p]
+        )
+    return cosine, jaccard, weighted
+
+
+@njit(cache=True, nogil=True, inline="always")
+def pair_similarity(
+    states: np.ndarray,
+    offsets: np.ndarray,
+    weights: np.ndarray,
+    exponents: np.ndarray,
+    squared_norms: np.ndarray,
+    a: int,
+    b: int,
+) -> tuple[float, float, float]:  # pragma: no cover - compiled
+    """Cosine, set Jaccard and weighted Jaccard of merged documents ``a`` and ``b`` (one merge walk).
+
+    NaN for all three when either document is featureless.
+    """
+    i, i_end = offsets[a], offsets[a + 1]
+    j, j_end = offsets[b], offsets[b + 1]
+    size_a = i_end - i
+    size_b = j_end - j
+    if size_a == 0 or size_b == 0:
+        return np.nan, np.nan, np.nan
+    shift_a = -exponents[a]
+    shift_b = -exponents[b]
+    dot = 0.0
+    shared = 0
+    low = 0.0
+    high = 0.0
+    while i < i_end or j < j_end:
+        if j == j_end or (i < i_end and states[i] < states[j]):
+            w = weights[i]
+            low += min(w, 0.0)
+            high += max(w, 0.0)
+            i += 1
+        elif i == i_end or states[j] < states[i]:
+            w = weights[j]
+            low += min(w, 0.0)
+            high += max(w, 0.0)
+            j += 1
+        else:
+            wa = weights[i]
+            wb = weights[j]
+            dot += math.ldexp(wa, shift_a) * math.ldexp(wb, shift_b)
+            low += min(wa, wb)
+            high += max(wa, wb)
+            shared += 1
+            i += 1
+            j += 1
+    value = dot / math.sqrt(squared_norms[a] * squared_norms[b])
+    cosine = min(1.0, max(-1.0, value))
+    jaccard = shared / (size_a + size_b - shared)
+    weighted = low / high if high != 0.0 else np.nan
     return cosine, jaccard, weighted
 
 

@@ -31,21 +31,22 @@ from gpusimhash import _segments
 from gpusimhash._choices import CLUSTERINGS
 from gpusimhash.search._join import DuplicateGroups, check_radius, cosine_radius
 from gpusimhash.search.budget import MAX_CANDIDATE_PAIRS, distinct_codes, estimate_pair_count
-from gpusimhash.search.clusters import (
-    cluster_labels,
-    group_labels,
-    keep_one,
-    star_clusters,
-)
+from gpusimhash.search.clusters import keep_one
+from gpusimhash.search.graph import CodeGraph
+from gpusimhash.search.graph_clusters import graph_components, graph_stars, unit_graph
 from gpusimhash.search.verify import (
     DEFAULT_CANDIDATE_RECALL,
     DEFAULT_MIN_COSINE,
     DocumentFeatures,
-    VerifiedCandidates,
     candidate_radius,
     search_cosine,
     threshold,
 )
+
+# entries of a column file read at a time when gathering features
+_WINDOW = 1 << 20
+# removed documents measured against their kept ones at a time (without verification)
+_MEASURED = 1 << 18
 
 __all__ = [
     "CLUSTERINGS",
@@ -201,41 +202,65 @@ class FeatureSpill:
     def gather(self, rows: Any) -> DocumentFeatures:
         """Read back some documents.
 
+        The files are read in windows of at most ``_WINDOW`` entries around the wanted
+        documents (never mapped), so memory holds the result and one window.
+
         Parameters
         ----------
         rows : array_like of int
-            Document indices.
+            Ascending document indices.
 
         Returns
         -------
         DocumentFeatures
             Document ``i`` is document ``rows[i]`` of those appended.
+
+        Raises
+        ------
+        ValueError
+            Rows not ascending or out of range.
         """
         rows = np.asarray(rows, dtype=np.int64).reshape(-1)
+        n = self.n_docs
+        if rows.size and (np.any(np.diff(rows) <= 0) or rows[0] < 0 or rows[-1] >= n):
+            raise ValueError(f"rows must be ascending document indices in [0, {n})")
         for handle in self._files.values():
             handle.flush()
         if self._offsets is None:
             sizes = np.concatenate(self._sizes) if self._sizes else np.zeros(0, np.int64)
             self._offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-        column = {name: self._read(name, dtype) for name, dtype in self._COLUMNS}
-        sizes = np.diff(self._offsets)[rows]
-        entries = _segments.ranges(self._offsets[rows], sizes)
+        starts = self._offsets[rows]
+        sizes = self._offsets[rows + 1] - starts
         offsets = np.zeros(rows.size + 1, dtype=np.int64)
         np.cumsum(sizes, out=offsets[1:])
+        ones = np.ones(rows.size, dtype=np.int64)
         return DocumentFeatures(
-            np.array(column["states"][entries]),
+            self._read("states", np.uint32, starts, sizes),
             offsets,
-            np.array(column["weights"][entries]),
-            np.array(column["exponents"][rows]),
-            np.array(column["squared_norms"][rows]),
+            self._read("weights", np.float64, starts, sizes),
+            self._read("exponents", np.int64, rows, ones),
+            self._read("squared_norms", np.float64, rows, ones),
         )
 
-    def _read(self, name: str, dtype: Any) -> np.ndarray:
-        """Map a column file (an empty array for an empty file)."""
-        path = self.directory / name
-        if path.stat().st_size == 0:
-            return np.zeros(0, dtype=dtype)
-        return np.memmap(path, dtype=dtype, mode="r")
+    def _read(self, name: str, dtype: Any, starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+        """Read the runs ``[starts[i], starts[i] + sizes[i])`` of a column file, concatenated."""
+        out = np.empty(int(sizes.sum()), dtype=dtype)
+        itemsize = np.dtype(dtype).itemsize
+        ends = starts + sizes
+        written = 0
+        with open(self.directory / name, "rb") as handle:
+            first = 0
+            while first < starts.size:
+                # the runs that fit in one window from this one (at least this one)
+                last = max(int(np.searchsorted(ends, starts[first] + _WINDOW, "right")), first + 1)
+                lo = int(starts[first])
+                handle.seek(lo * itemsize)
+                window = np.fromfile(handle, dtype=dtype, count=int(ends[last - 1]) - lo)
+                picked = window[_segments.ranges(starts[first:last] - lo, sizes[first:last])]
+                out[written : written + picked.size] = picked
+                written += picked.size
+                first = last
+        return out
 
 
 @contextlib.contextmanager
@@ -325,11 +350,11 @@ def check_budget(
 def join_with_features(
     codes: np.ndarray,
     has_features: np.ndarray,
-    join: Callable[[np.ndarray], DuplicateGroups],
+    join: Callable[[np.ndarray], CodeGraph],
     *,
     empty_as_duplicates: bool = False,
-) -> DuplicateGroups:
-    """Join the codes of the documents with features; featureless ones are groups apart.
+) -> CodeGraph:
+    """Join the codes of the documents with features; featureless ones are codes apart.
 
     Parameters
     ----------
@@ -338,23 +363,23 @@ def join_with_features(
     has_features : ndarray, shape (n,), dtype bool
         Which documents have features.
     join : callable
-        ``join(codes)`` returns the `DuplicateGroups` of some codes.
+        ``join(codes)`` returns the `CodeGraph` of some codes.
     empty_as_duplicates : bool
-        Put every featureless document in one group (they are then duplicates of each other);
-        otherwise each is a group of its own.
+        Give every featureless document one shared code (they are then candidates of each
+        other); otherwise each gets a code of its own.
 
     Returns
     -------
-    DuplicateGroups
-        Over all ``n`` documents.
+    CodeGraph
+        Over all ``n`` documents; the featureless documents' codes have no neighbours.
 
     Examples
     --------
     >>> import numpy as np
-    >>> from gpusimhash.search.exact import near_duplicate_groups
+    >>> from gpusimhash.search.exact import near_duplicate_graph
     >>> codes = np.zeros((4, 1), np.uint8)
     >>> has = np.array([True, False, True, False])
-    >>> join = lambda c: near_duplicate_groups(c, max_distance=0)
+    >>> join = lambda c: near_duplicate_graph(c, max_distance=0)
     >>> join_with_features(codes, has, join).inverse.tolist()
     [0, 1, 0, 2]
     >>> join_with_features(codes, has, join, empty_as_duplicates=True).inverse.tolist()
@@ -367,9 +392,12 @@ def join_with_features(
     empty = np.flatnonzero(~has_features)
     if empty_as_duplicates:
         inverse[empty] = inner.n_unique
+        extra = min(empty.size, 1)
     else:
         inverse[empty] = inner.n_unique + np.arange(empty.size)
-    return DuplicateGroups(inverse, inner.unique_pairs, inner.max_distance)
+        extra = empty.size
+    offsets = np.concatenate([inner.offsets, np.full(extra, inner.offsets[-1], np.int64)])
+    return CodeGraph(inverse, offsets, inner.neighbours, inner.max_distance)
 
 
 @dataclass(frozen=True)
@@ -388,24 +416,49 @@ class Clustering:
     below_threshold : int
         Removed documents whose similarity to their kept one is below the threshold (or
         undefined).
+    unit : ndarray, shape (n,), dtype int64
+        The unit of each document: documents with one code and identical features (verified),
+        or one code (not verified).
+    pairs_verified : int
+        Pairs of units compared on their features while clustering.
     """
 
     labels: np.ndarray
     kept_for: np.ndarray
     similarity: np.ndarray
     below_threshold: int
+    unit: np.ndarray
+    pairs_verified: int
 
     @property
     def keep(self) -> np.ndarray:
         """True for the kept documents."""
         return np.asarray(self.kept_for == np.arange(self.kept_for.size))
 
+    def kept_pairs(self, max_distance: int) -> DuplicateGroups:
+        """Each removed document with its kept one, as pairs of distinct units.
+
+        Parameters
+        ----------
+        max_distance : int
+            The join's radius (recorded in the result).
+
+        Returns
+        -------
+        DuplicateGroups
+            ``inverse`` is `unit`; the pairs join the units of a removed document and of its
+            kept one where they differ (documents of one unit pair up by sharing it).
+        """
+        removed = np.flatnonzero(~self.keep)
+        a, b = self.unit[removed], self.unit[self.kept_for[removed]]
+        differ = a != b
+        pairs = np.unique(np.stack([np.minimum(a, b), np.maximum(a, b)], axis=1)[differ], axis=0)
+        return DuplicateGroups(self.unit, pairs.reshape(-1, 2).astype(np.int64), max_distance)
+
 
 def cluster_documents(
-    groups: DuplicateGroups,
-    found: VerifiedCandidates | None,
-    features: DocumentFeatures,
-    rows: np.ndarray,
+    graph: CodeGraph,
+    gather: Callable[[np.ndarray], DocumentFeatures],
     limit: Threshold,
     *,
     method: str = "star",
@@ -416,18 +469,22 @@ def cluster_documents(
 ) -> Clustering:
     """Cluster near-duplicates and measure each removed document against its kept one.
 
+    With verification, the features of every candidate document are gathered once and
+    candidate pairs are verified inside the clustering, only those the clustering needs
+    (`gpusimhash.search.graph_clusters`): the result is that of verifying every candidate
+    first. Without, the clusters come from the graph alone and only the removed documents and
+    their kept ones are read, ``_MEASURED`` pairs at a time.
+
     Parameters
     ----------
-    groups : DuplicateGroups
+    graph : CodeGraph
         The join result (candidates).
-    found : VerifiedCandidates or None
-        The verified pairs, or None without verification (the candidates are the pairs).
-    features : DocumentFeatures
-        Features of the documents `rows` (every candidate document).
-    rows : ndarray, dtype int64
-        Ascending document indices of `features`.
+    gather : callable
+        ``gather(rows)`` returns the features of the ascending document indices ``rows``
+        (`FeatureSpill.gather`, `DocumentFeatures.take`).
     limit : Threshold
-        The threshold the similarity to the kept document is checked against.
+        The threshold: verified against when ``limit.verify``, and the similarity to the kept
+        document is checked against it.
     method : {"star", "components"}
         Star clusters (never chain) or connected components.
     policy : {"first", "longest", "score"}
@@ -448,35 +505,44 @@ def cluster_documents(
     """
     if method not in CLUSTERINGS:
         raise ValueError(f"cluster method must be one of {', '.join(CLUSTERINGS)}, got {method!r}")
-    n = groups.inverse.size
-    if found is not None:
-        units, pairs, pair_similarity = found.unit, found.pairs, found.similarity
-    else:
-        units, pairs = groups.inverse, groups.unique_pairs
-        pair_similarity = np.full(len(pairs), np.nan)
+    n = graph.inverse.size
+    rows = graph.candidate_documents() if limit.verify else np.zeros(0, np.int64)
+    features = gather(rows)
+    units = unit_graph(
+        graph, features, rows, verify=limit.verify, empty_as_duplicates=empty_as_duplicates
+    )
+    measure = limit.measure if limit.verify else None
     if method == "star":
-        stars = star_clusters(
-            pairs,
-            pair_similarity,
-            n,
-            units=units,
+        stars, verified = graph_stars(
+            graph,
+            units,
+            features,
+            measure=measure,
+            value=limit.value,
             policy=policy,
             lengths=lengths,
             scores=scores,
         )
         labels, kept_for = stars.labels, stars.kept_for
     else:
-        n_units = int(units.max()) + 1 if n else 0
-        # units are numbered by their lowest document, so the components of units are too
-        labels = cluster_labels(pairs, n_units)[units] if found else group_labels(groups)
+        labels, verified = graph_components(
+            graph, units, features, measure=measure, value=limit.value
+        )
         keep = keep_one(labels, policy=policy, lengths=lengths, scores=scores)
         kept_of_cluster = np.empty(int(labels.max()) + 1 if n else 0, dtype=np.int64)
         kept_of_cluster[labels[keep]] = np.flatnonzero(keep)
         kept_for = kept_of_cluster[labels]
     removed = np.flatnonzero(kept_for != np.arange(n))
     similarity = np.ones(n)
-    local = np.searchsorted(rows, np.stack([removed, kept_for[removed]], axis=1))
-    measured = features.similarities(local, empty_as_duplicates=empty_as_duplicates)
-    similarity[removed] = getattr(measured, limit.measure)
+    for lo in range(0, removed.size, _MEASURED):
+        part = removed[lo : lo + _MEASURED]
+        pairs = np.stack([part, kept_for[part]], axis=1)
+        if not limit.verify:  # read just these documents
+            rows = np.unique(pairs)
+            features = gather(rows)
+        measured = features.similarities(
+            np.searchsorted(rows, pairs), empty_as_duplicates=empty_as_duplicates
+        )
+        similarity[part] = getattr(measured, limit.measure)
     below = int(np.sum(~(similarity[removed] >= limit.value)))
-    return Clustering(labels, kept_for, similarity, below)
+    return Clustering(labels, kept_for, similarity, below, units.unit, verified)

@@ -22,6 +22,7 @@ from scipy.sparse.csgraph import connected_components
 
 from gpusimhash._choices import POLICIES
 from gpusimhash._cpu._verify_loops import star_assign
+from gpusimhash._reprs import short_repr
 from gpusimhash.search._join import DuplicateGroups
 from gpusimhash.search._join import first_seen_labels as _renumber
 from gpusimhash.search.exact import near_duplicate_components
@@ -265,6 +266,8 @@ class StarClusters:
     kept_for: np.ndarray
     similarity: np.ndarray
 
+    __repr__ = short_repr
+
     @property
     def keep(self) -> np.ndarray:
         """True for the kept documents, shape (n,), bool."""
@@ -340,14 +343,7 @@ def star_clusters(
         raise ValueError(f"similarity must have shape ({pairs.shape[0]},), got {similarity.shape}")
     rank = np.empty(n, dtype=np.int64)
     rank[policy_order(n, policy=policy, lengths=lengths, scores=scores)] = np.arange(n)
-    # the preferred document of each unit speaks for it
-    by_unit = np.lexsort((rank, units))
-    first = np.ones(n, dtype=bool)
-    first[1:] = units[by_unit][1:] != units[by_unit][:-1]
-    best = np.full(n_units, -1, dtype=np.int64)
-    best[units[by_unit][first]] = by_unit[first]
-    present = np.flatnonzero(best >= 0)
-    unit_order = present[np.argsort(rank[best[present]], kind="stable")]
+    best, unit_order = star_order(units, n_units, rank)
     source = np.concatenate([pairs[:, 0], pairs[:, 1]])
     target = np.concatenate([pairs[:, 1], pairs[:, 0]])
     by_source = np.argsort(source, kind="stable")
@@ -359,6 +355,59 @@ def star_clusters(
         target[by_source],
         np.concatenate([similarity, similarity])[by_source],
     )
+    return star_documents(units, best, unit_kept, unit_similarity)
+
+
+def star_order(units: np.ndarray, n_units: int, rank: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Return each unit's preferred document (-1 for an empty unit) and the units in star order.
+
+    Parameters
+    ----------
+    units : ndarray, shape (n,), dtype int64
+        Unit of each document, in ``[0, n_units)``.
+    n_units : int
+        Number of units.
+    rank : ndarray, shape (n,), dtype int64
+        Each document's position in `policy_order`.
+
+    Returns
+    -------
+    best : ndarray, shape (n_units,), dtype int64
+        The unit's document of lowest rank: it speaks for its unit.
+    order : ndarray, dtype int64
+        The non-empty units by the rank of their preferred document.
+    """
+    n = units.size
+    by_unit = np.lexsort((rank, units))
+    first = np.ones(n, dtype=bool)
+    first[1:] = units[by_unit][1:] != units[by_unit][:-1]
+    best = np.full(n_units, -1, dtype=np.int64)
+    best[units[by_unit][first]] = by_unit[first]
+    present = np.flatnonzero(best >= 0)
+    return best, present[np.argsort(rank[best[present]], kind="stable")]
+
+
+def star_documents(
+    units: np.ndarray, best: np.ndarray, unit_kept: np.ndarray, unit_similarity: np.ndarray
+) -> StarClusters:
+    """Turn stars of units into stars of documents (see `star_clusters`).
+
+    Parameters
+    ----------
+    units : ndarray, shape (n,), dtype int64
+        Unit of each document.
+    best : ndarray, shape (n_units,), dtype int64
+        Preferred document of each unit (`star_order`).
+    unit_kept : ndarray, shape (n_units,), dtype int64
+        Kept unit of each unit (itself when kept).
+    unit_similarity : ndarray, shape (n_units,), dtype float64
+        Each unit's similarity to its kept unit.
+
+    Returns
+    -------
+    StarClusters
+        A document of a kept unit has similarity 1.0 (to the unit's preferred document).
+    """
     kept_unit = unit_kept[units]
     kept_for = best[kept_unit]
     to_kept = np.where(kept_unit == units, 1.0, unit_similarity[units])

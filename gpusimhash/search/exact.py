@@ -19,8 +19,14 @@ from gpusimhash import _backend, _validate
 from gpusimhash.codes import code_words
 from gpusimhash.search import mih
 from gpusimhash.search._join import DuplicateGroups, collapse, first_seen_labels, resolve_radius
+from gpusimhash.search.graph import CodeGraph, adjacency
 
-__all__ = ["near_duplicate_components", "near_duplicate_groups", "near_duplicates"]
+__all__ = [
+    "near_duplicate_components",
+    "near_duplicate_graph",
+    "near_duplicate_groups",
+    "near_duplicates",
+]
 
 
 def near_duplicates(
@@ -128,6 +134,58 @@ def near_duplicate_groups(
     unique_words, inverse = collapse(code_words(codes))
     unique_pairs = mih.join_pairs(unique_words, bits, radius)
     return DuplicateGroups(inverse=inverse, unique_pairs=unique_pairs, max_distance=radius)
+
+
+def near_duplicate_graph(
+    codes: Any,
+    *,
+    max_distance: int | None = None,
+    min_cosine: float | None = None,
+    device: str = "auto",
+) -> CodeGraph:
+    """Find near-duplicates as a graph of distinct codes, never holding int64 pair arrays.
+
+    The pairs of `near_duplicate_groups` as a compact adjacency (`gpusimhash.search.graph`):
+    on the CPU each worker's pairs are narrowed to int32 as they are found and spilled to a
+    temporary file until counted, so the peak is the adjacency (8 bytes per pair of distinct
+    codes) and one chunk of pairs; on a GPU the device join's pairs are converted.
+
+    Parameters
+    ----------
+    codes, max_distance, min_cosine, device
+        As in `near_duplicates`.
+
+    Returns
+    -------
+    CodeGraph
+        Distinct code of every input code, and each distinct code's neighbours within the
+        radius.
+
+    Raises
+    ------
+    TypeError, ValueError, RuntimeError
+        As `near_duplicate_groups`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> codes = np.array([[0b0000], [0b0111], [0b0001], [0b0000]], dtype=np.uint8)
+    >>> graph = near_duplicate_graph(codes, max_distance=1)
+    >>> graph.inverse.tolist(), graph.neighbours.tolist(), graph.document_pairs()
+    ([0, 2, 1, 0], [1, 0], 3)
+    """
+    if _on_gpu(codes, device):
+        groups = near_duplicate_groups(
+            codes, max_distance=max_distance, min_cosine=min_cosine, device=device
+        )
+        return CodeGraph.from_groups(groups)
+    codes = _validate.codes(_backend.to_host(codes))
+    bits = codes.shape[1] * 8
+    radius = resolve_radius(bits, max_distance=max_distance, min_cosine=min_cosine)
+    unique_words, inverse = collapse(code_words(codes))
+    parts = mih.join_parts(unique_words, bits, radius, dtype=np.int32)
+    offsets, neighbours = adjacency(parts, unique_words.shape[0])
+    return CodeGraph(inverse, offsets, neighbours, radius)
 
 
 def near_duplicate_components(

@@ -30,12 +30,12 @@ scan per bucket instead of one comparison per pair of codes.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from itertools import combinations
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import faiss
 import numpy as np
@@ -44,7 +44,7 @@ from gpusimhash import _segments
 from gpusimhash._cpu import _mih_loops as _loops
 from gpusimhash.search._join import keys_to_pairs, threads
 
-__all__ = ["Plan", "join_pairs", "join_roots", "plan"]
+__all__ = ["Plan", "join_pairs", "join_parts", "join_roots", "plan"]
 
 # Cost model, seconds per unit on one core of a 2-core x86 machine (only ratios matter).
 _BRUTE_COST = 0.25e-9  # per pair in the brute force, per 64-bit word plus one
@@ -335,25 +335,76 @@ def join_pairs(
     [[0, 2], [1, 2]]
     """
     n = words.shape[0]
-    workers = threads()
-    chosen = _checked(chosen, bits, radius) or plan(words, bits, radius, workers=workers)
-    parts: list[np.ndarray] = []
-    if n < 2:
-        pass
-    elif chosen.method == "brute":
-        parts = _brute_force_pairs(words, bits, radius)
-    else:
-        for i, (lo, width, threshold) in enumerate(chosen.blocks):
-            block = _build(words, lo, width, threshold)
-            earlier = np.array(chosen.blocks[:i], dtype=np.int64).reshape(i, 3)
-            ranges = block.ranges(workers * _CHUNKS_PER_THREAD).tolist()
-            tasks = [partial(block.join, radius, earlier, a, b) for a, b in ranges]
-            parts.extend(_run(tasks, workers))
-    found = np.concatenate([np.zeros((0, 2), dtype=np.int64), *parts])
+    found = np.concatenate(
+        [np.zeros((0, 2), dtype=np.int64), *join_parts(words, bits, radius, chosen=chosen)]
+    )
     return keys_to_pairs(np.sort(found[:, 0] * n + found[:, 1]), n)
 
 
-def _brute_force_pairs(words: np.ndarray, bits: int, radius: int) -> list[np.ndarray]:
+def join_parts(
+    words: np.ndarray,
+    bits: int,
+    radius: int,
+    *,
+    chosen: Plan | None = None,
+    dtype: type[np.signedinteger[Any]] = np.int64,
+) -> Iterator[np.ndarray]:
+    """Yield the pairs of `join_pairs` in chunks, unsorted, as the join finds them.
+
+    A consumer that narrows or stores each chunk as it comes (`gpusimhash.search.graph.adjacency`)
+    never holds all the pairs as int64: the chunks are one FAISS query chunk (brute force) or
+    one probed block (MIH) at a time.
+
+    Parameters
+    ----------
+    words, bits, radius, chosen
+        As in `join_pairs`.
+    dtype : numpy integer type
+        Of the pairs yielded; each worker's pairs are narrowed as soon as they are found
+        (int32 halves the join's peak where the codes' indices fit).
+
+    Yields
+    ------
+    pairs : ndarray, shape (k, 2), dtype `dtype`
+        Pairs ``(a, b)``, ``a < b``; every pair within the radius in exactly one chunk.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> words = np.array([[0b0000], [0b0111], [0b0001]], dtype=np.uint64)
+    >>> [part.tolist() for part in join_parts(words, 8, 1)]
+    [[[0, 2]]]
+    """
+    n = words.shape[0]
+    workers = threads()
+    chosen = _checked(chosen, bits, radius) or plan(words, bits, radius, workers=workers)
+    if n < 2:
+        return
+    if chosen.method == "brute":
+        for part in _brute_force_pairs(words, bits, radius):
+            yield part.astype(dtype, copy=False)
+        return
+    for i, (lo, width, threshold) in enumerate(chosen.blocks):
+        block = _build(words, lo, width, threshold)
+        earlier = np.array(chosen.blocks[:i], dtype=np.int64).reshape(i, 3)
+        ranges = block.ranges(workers * _CHUNKS_PER_THREAD).tolist()
+        tasks = [partial(_narrowed, dtype, block, radius, earlier, a, b) for a, b in ranges]
+        yield from _run(tasks, workers)
+
+
+def _narrowed(
+    dtype: type[np.signedinteger[Any]],
+    block: _Block,
+    radius: int,
+    earlier: np.ndarray,
+    lo: int,
+    hi: int,
+) -> np.ndarray:
+    """Run `_Block.join` and cast its pairs to ``dtype``."""
+    return block.join(radius, earlier, lo, hi).astype(dtype, copy=False)
+
+
+def _brute_force_pairs(words: np.ndarray, bits: int, radius: int) -> Iterator[np.ndarray]:
     """Every pair within ``radius`` by FAISS's exhaustive range search, queries in chunks.
 
     FAISS's popcount loops are about ten times faster here than a compiled all-pairs loop
@@ -363,14 +414,12 @@ def _brute_force_pairs(words: np.ndarray, bits: int, radius: int) -> list[np.nda
     codes = np.ascontiguousarray(np.ascontiguousarray(words).view(np.uint8)[:, : bits // 8])
     index = faiss.IndexBinaryFlat(bits)
     index.add(codes)
-    parts = []
     for lo in range(0, codes.shape[0], _BRUTE_QUERIES):
         # strict bound: distances below radius + 1
         lims, _, labels = index.range_search(codes[lo : lo + _BRUTE_QUERIES], radius + 1)
         query = lo + _segments.segment_of(np.diff(lims.astype(np.int64)))
         later = labels > query
-        parts.append(np.stack([query[later], labels[later].astype(np.int64)], axis=1))
-    return parts
+        yield np.stack([query[later], labels[later].astype(np.int64)], axis=1)
 
 
 def _checked(chosen: Plan | None, bits: int, radius: int) -> Plan | None:

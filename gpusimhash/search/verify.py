@@ -64,6 +64,7 @@ __all__ = [
     "candidate_documents",
     "candidate_radius",
     "check_pairs",
+    "feature_units",
     "featurize",
     "threshold",
     "verified_near_duplicates",
@@ -749,6 +750,20 @@ class VerifiedCandidates:
     representative: np.ndarray
     n_candidates: int
 
+    def as_groups(self, max_distance: int) -> DuplicateGroups:
+        """Return the verified pairs as pairs of units (``inverse`` is `unit`).
+
+        Parameters
+        ----------
+        max_distance : int
+            The candidates' Hamming radius (recorded in the result).
+
+        Returns
+        -------
+        DuplicateGroups
+        """
+        return DuplicateGroups(self.unit, self.pairs, max_distance)
+
     def document_pairs(self) -> tuple[np.ndarray, np.ndarray]:
         """Expand to every verified pair of documents and its similarity.
 
@@ -882,7 +897,7 @@ def verify_candidates(
     missing = needed[~np.isin(needed, rows)]
     if missing.size:
         raise ValueError(f"features of document {int(missing[0])} are needed (it has candidates)")
-    unit, representative = _units(groups.inverse, features, rows, empty_as_duplicates)
+    unit, representative = feature_units(groups.inverse, features, rows, empty_as_duplicates)
     # units with features, their codes and where their representatives are in `features`
     featured = np.unique(unit[rows[features.sizes > 0]])
     local = np.searchsorted(rows, representative[featured])
@@ -904,10 +919,40 @@ def verify_candidates(
     )
 
 
-def _units(
+def feature_units(
     code: np.ndarray, features: DocumentFeatures, rows: np.ndarray, empty_as_duplicates: bool
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Return every document's unit and every unit's lowest document (see `verify_candidates`)."""
+    """Group documents with the same code and identical features into units.
+
+    Identical features are found by a hash of each document's features and confirmed entry by
+    entry (a hash collision leaves the document a unit of its own).
+
+    Parameters
+    ----------
+    code : ndarray, shape (n,), dtype int64
+        Distinct code of every document.
+    features : DocumentFeatures
+        Features of the documents `rows`.
+    rows : ndarray, dtype int64
+        Ascending document indices of `features`.
+    empty_as_duplicates : bool
+        Featureless documents of `rows` form one unit; otherwise each is a unit of its own,
+        as is every document not in `rows`.
+
+    Returns
+    -------
+    unit : ndarray, shape (n,), dtype int64
+        Unit of every document, numbered in order of each unit's lowest document.
+    representative : ndarray, shape (n_units,), dtype int64
+        The lowest document of each unit.
+
+    Examples
+    --------
+    >>> features = DocumentFeatures.from_batch(featurize(["a b", "b a", "a", ""]))
+    >>> unit, first = feature_units(np.zeros(4, np.int64), features, np.arange(4), False)
+    >>> unit.tolist(), first.tolist()
+    ([0, 0, 1, 2], [0, 2, 3])
+    """
     n = code.size
     code = code[rows]
     sizes = features.sizes

@@ -50,5 +50,10 @@ def test_dedup_file_reports_codes_clusters_and_kept(tmp_path):
     assert result.kept.tolist() == [True, True, False, False]
     assert result.cluster.tolist() == [0, -1, 0, 0]
     assert result.codes.shape == (4, 8)
-    assert result.summary["results"]["near_duplicate_pairs"] == 3
+    results = result.summary["results"]
+    assert results["candidate_pairs"] == 3
+    assert results["candidate_code_pairs"] == 0
+    # three copies are one unit: nothing to compare, and the verified pairs are not listed
+    assert results["pairs_verified"] == 0
+    assert results["near_duplicate_pairs"] is None
     assert result.summary["results"]["clusters"] == 1

@@ -2,6 +2,7 @@ import numpy as np
 import pytest
 
 from gpusimhash import fingerprint
+from gpusimhash.dedup import verification
 from gpusimhash.dedup.verification import (
     check_budget,
     cluster_documents,
@@ -9,14 +10,8 @@ from gpusimhash.dedup.verification import (
     join_with_features,
     plan_threshold,
 )
-from gpusimhash.search.exact import near_duplicate_groups
-from gpusimhash.search.verify import (
-    DocumentFeatures,
-    candidate_documents,
-    candidate_radius,
-    featurize,
-    verify_candidates,
-)
+from gpusimhash.search.exact import near_duplicate_graph
+from gpusimhash.search.verify import DocumentFeatures, candidate_radius, featurize
 
 
 @pytest.mark.parametrize(
@@ -43,8 +38,10 @@ def test_plan_threshold_refuses_two_thresholds_without_verification():
         plan_threshold(64, min_cosine=0.9, min_jaccard=0.9)
 
 
+@pytest.mark.parametrize("window", [1, 5, 1 << 20])
 @pytest.mark.parametrize("batch_size", [1, 3, 100])
-def test_spill_reads_back_what_was_appended(batch_size):
+def test_spill_reads_back_what_was_appended(batch_size, window, monkeypatch):
+    monkeypatch.setattr(verification, "_WINDOW", window)  # windows of a few entries
     rng = np.random.default_rng(0)
     docs = [" ".join(rng.choice(list("abcdefg"), size=rng.integers(0, 9))) for _ in range(40)]
     whole = DocumentFeatures.from_batch(featurize(docs))
@@ -58,6 +55,17 @@ def test_spill_reads_back_what_was_appended(batch_size):
     for name in ("states", "offsets", "weights", "exponents", "squared_norms"):
         np.testing.assert_array_equal(getattr(got, name), getattr(expected, name))
     assert not directory.exists()
+
+
+def test_spill_refuses_rows_out_of_order():
+    with feature_spill() as spill:
+        spill.append(DocumentFeatures.from_batch(featurize(["a", "b", "c"])))
+        with pytest.raises(
+            ValueError, match=r"rows must be ascending document indices in \[0, 3\)"
+        ):
+            spill.gather([2, 1])
+        with pytest.raises(ValueError, match="rows must be ascending"):
+            spill.gather([3])
 
 
 def test_spill_of_featureless_documents():
@@ -81,11 +89,11 @@ def test_featureless_documents_join_apart():
     docs = ["", "a b", "...", "a b", ""]
     features = DocumentFeatures.from_batch(featurize(docs))
     codes = fingerprint(docs, bits=64)
-    join = lambda c: near_duplicate_groups(c, max_distance=3)
-    groups = join_with_features(codes, features.sizes > 0, join)
-    assert candidate_documents(groups).tolist() == [1, 3]
+    join = lambda c: near_duplicate_graph(c, max_distance=3)
+    graph = join_with_features(codes, features.sizes > 0, join)
+    assert graph.candidate_documents().tolist() == [1, 3]
     together = join_with_features(codes, features.sizes > 0, join, empty_as_duplicates=True)
-    assert candidate_documents(together).tolist() == [0, 1, 2, 3, 4]
+    assert together.candidate_documents().tolist() == [0, 1, 2, 3, 4]
 
 
 CHAIN = ["a b c d e f g h", "a b c d e f g x", "a b c d e f y x", "a b c d e z y x", "q r s"]
@@ -98,14 +106,11 @@ def run(docs, method, verified=True, value=0.8, policy="first", lengths=None):
         64, verify=verified, min_cosine=value, max_distance=64 if verified else None
     )
     codes = fingerprint(docs, bits=64)
-    groups = join_with_features(
-        codes, features.sizes > 0, lambda c: near_duplicate_groups(c, max_distance=plan.radius)
+    graph = join_with_features(
+        codes, features.sizes > 0, lambda c: near_duplicate_graph(c, max_distance=plan.radius)
     )
-    rows = candidate_documents(groups)
-    local = features.take(rows)
-    found = verify_candidates(groups, local, rows, min_cosine=value) if verified else None
     return cluster_documents(
-        groups, found, local, rows, plan, method=method, policy=policy, lengths=lengths
+        graph, features.take, plan, method=method, policy=policy, lengths=lengths
     )
 
 
@@ -167,3 +172,13 @@ def test_no_removed_document_is_below_the_threshold_on_the_synthetic_corpus(tmp_
         assert result.summary["results"]["removed"] > 100
         assert result.summary["results"]["removed_below_threshold"] == 0
         assert result.summary["results"]["lowest_similarity_to_kept"] >= 0.5
+
+
+def test_without_verification_the_measure_reads_a_few_documents_at_a_time(monkeypatch):
+    docs = [*CHAIN, "h g f e d c b a", "a b c d e f g h", ""]
+    whole = run(docs, "components", verified=False, value=0.3)
+    monkeypatch.setattr(verification, "_MEASURED", 1)
+    one_by_one = run(docs, "components", verified=False, value=0.3)
+    np.testing.assert_array_equal(one_by_one.similarity, whole.similarity)
+    np.testing.assert_array_equal(one_by_one.kept_for, whole.kept_for)
+    assert (~whole.keep).sum() >= 2

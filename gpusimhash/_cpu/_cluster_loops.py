@@ -1,0 +1,199 @@
+"""Compiled clustering loops (Numba) over a graph of distinct codes, verifying pairs only as needed.
+
+The graph: distinct codes with a symmetric CSR adjacency (``adjacency_offsets``, int64, and
+``adjacency``, int32 neighbour codes), and the *units* of each code (``code_offsets``,
+``code_units``): documents of one code with identical features, each verified through one
+representative (``local``: its row in the merged features; see ``_verify_loops``). A unit's
+candidates are the other units of its code and the units of the codes adjacent to it.
+
+* ``fill_adjacency``: write the pairs of a join into the CSR adjacency, both directions.
+* ``lazy_star``: greedy star clustering in a given unit order. An unassigned unit becomes a
+  centre and is verified only against its still-unassigned candidates, taking those that reach
+  the threshold. This is the star clustering of the fully verified pairs (each pair's
+  similarity is a function of its two documents alone), but a candidate already assigned is
+  never compared: a dense cluster costs about one comparison per member instead of one per pair.
+  Assigned units are compacted out of the per-code unit lists as they are met, so no list is
+  rescanned past them.
+* ``lazy_components``: connected components of the verified pairs; a pair whose units already
+  share a component (union-find) is not verified.
+
+``measure`` selects the similarity: 0 accepts every candidate unverified (similarity NaN),
+1 is the cosine, 2 the set Jaccard similarity.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from gpusimhash._cpu._mih_loops import _link, _root
+from gpusimhash._cpu._verify_loops import pair_similarity
+
+NOT_VERIFIED = 0
+COSINE = 1
+JACCARD = 2
+
+
+@njit(cache=True, nogil=True)
+def fill_adjacency(
+    pairs: np.ndarray, adjacency_offsets: np.ndarray, cursor: np.ndarray, adjacency: np.ndarray
+) -> None:  # pragma: no cover - compiled
+    """Append both directions of every pair ``(a, b)`` to the rows of ``a`` and ``b``.
+
+    ``cursor`` holds each row's next free position (initially ``adjacency_offsets[:-1]``).
+    """
+    for p in range(pairs.shape[0]):
+        a = pairs[p, 0]
+        b = pairs[p, 1]
+        adjacency[cursor[a]] = b
+        cursor[a] += 1
+        adjacency[cursor[b]] = a
+        cursor[b] += 1
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _passes(
+    states: np.ndarray,
+    offsets: np.ndarray,
+    weights: np.ndarray,
+    exponents: np.ndarray,
+    squared_norms: np.ndarray,
+    a: int,
+    b: int,
+    measure: int,
+    value: float,
+) -> tuple[bool, float]:  # pragma: no cover - compiled
+    """Whether merged documents ``a`` and ``b`` reach the threshold, and their similarity."""
+    if measure == NOT_VERIFIED:
+        return True, np.nan
+    cosine, jaccard, _ = pair_similarity(states, offsets, weights, exponents, squared_norms, a, b)
+    similarity = cosine if measure == COSINE else jaccard
+    return similarity >= value, similarity
+
+
+@njit(cache=True, nogil=True)
+def lazy_star(
+    order: np.ndarray,
+    unit_code: np.ndarray,
+    code_offsets: np.ndarray,
+    code_units: np.ndarray,
+    adjacency_offsets: np.ndarray,
+    adjacency: np.ndarray,
+    local: np.ndarray,
+    states: np.ndarray,
+    offsets: np.ndarray,
+    weights: np.ndarray,
+    exponents: np.ndarray,
+    squared_norms: np.ndarray,
+    measure: int,
+    value: float,
+) -> tuple[np.ndarray, np.ndarray, int]:  # pragma: no cover - compiled
+    """Star clusters of units visited in ``order``, verifying lazily.
+
+    ``unit_code`` is each unit's code (-1 for a unit in no candidate pair); ``code_units`` is
+    modified (compacted). Returns the kept unit of every unit (itself when kept), each unit's
+    similarity to it (1.0 when kept) and the number of pairs verified.
+    """
+    n_units = unit_code.size
+    kept = np.full(n_units, -1, dtype=np.int64)
+    similarity = np.ones(n_units, dtype=np.float64)
+    live = np.diff(code_offsets)
+    verified = 0
+    for position in range(order.size):
+        centre = order[position]
+        if kept[centre] != -1:
+            continue
+        kept[centre] = centre
+        code = unit_code[centre]
+        if code < 0:
+            continue
+        a = local[centre]
+        for k in range(adjacency_offsets[code] - 1, adjacency_offsets[code + 1]):
+            other = code if k < adjacency_offsets[code] else adjacency[k]
+            lo = code_offsets[other]
+            write = lo
+            for t in range(lo, lo + live[other]):
+                unit = code_units[t]
+                if kept[unit] != -1:
+                    continue  # assigned: dropped from the list
+                ok, value_of_pair = _passes(
+                    states,
+                    offsets,
+                    weights,
+                    exponents,
+                    squared_norms,
+                    a,
+                    local[unit],
+                    measure,
+                    value,
+                )
+                verified += measure != NOT_VERIFIED
+                if ok:
+                    kept[unit] = centre
+                    similarity[unit] = value_of_pair
+                else:
+                    code_units[write] = unit
+                    write += 1
+            live[other] = write - lo
+    return kept, similarity, verified
+
+
+@njit(cache=True, nogil=True)
+def lazy_components(
+    unit_code: np.ndarray,
+    code_offsets: np.ndarray,
+    code_units: np.ndarray,
+    adjacency_offsets: np.ndarray,
+    adjacency: np.ndarray,
+    local: np.ndarray,
+    states: np.ndarray,
+    offsets: np.ndarray,
+    weights: np.ndarray,
+    exponents: np.ndarray,
+    squared_norms: np.ndarray,
+    measure: int,
+    value: float,
+) -> tuple[np.ndarray, int]:  # pragma: no cover - compiled
+    """Label the connected components of the candidate pairs of units that reach the threshold.
+
+    Every candidate pair is considered once (within a code, and from the smaller of two adjacent
+    codes) and verified only when its units are not yet in one component. Returns the smallest
+    unit of every unit's component and the number of pairs verified.
+    """
+    n_units = unit_code.size
+    parent = np.arange(n_units, dtype=np.int64)
+    verified = 0
+    n_codes = code_offsets.size - 1
+    for code in range(n_codes):
+        for s in range(code_offsets[code], code_offsets[code + 1]):
+            unit = code_units[s]
+            a = local[unit]
+            for k in range(adjacency_offsets[code] - 1, adjacency_offsets[code + 1]):
+                other = code if k < adjacency_offsets[code] else adjacency[k]
+                if other < code:
+                    continue
+                first = s + 1 if other == code else code_offsets[other]
+                for t in range(first, code_offsets[other + 1]):
+                    partner = code_units[t]
+                    root = _root(parent, unit)
+                    partner_root = _root(parent, partner)
+                    if root == partner_root:
+                        continue
+                    ok, _ = _passes(
+                        states,
+                        offsets,
+                        weights,
+                        exponents,
+                        squared_norms,
+                        a,
+                        local[partner],
+                        measure,
+                        value,
+                    )
+                    verified += measure != NOT_VERIFIED
+                    if ok:
+                        _link(parent, root, partner_root)
+    roots = np.empty(n_units, dtype=np.int64)
+    for unit in range(n_units):
+        roots[unit] = _root(parent, unit)
+    return roots, verified

@@ -1,0 +1,248 @@
+"""Star clusters and connected components of a code graph, each candidate verified only if needed.
+
+Clustering needs far fewer verified pairs than the join proposes. Greedy star clustering only
+ever asks about a kept document and a still-unassigned candidate, so `graph_stars` verifies
+inside the star loop (`gpusimhash._cpu._cluster_loops.lazy_star`): a dense cluster of ``k``
+documents costs about ``k`` comparisons, not ``k**2 / 2``. The result is exactly that of
+verifying every candidate pair first and clustering the pairs that pass (`star_clusters` of
+`verify_candidates`), because each pair's similarity depends on its two documents alone.
+`graph_components` skips the pairs whose ends already share a component.
+
+Documents with the same code and the same features are one *unit*
+(`gpusimhash.search.verify.feature_units`), verified once through its representative; without
+verification, the units are the distinct codes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from gpusimhash._cpu._cluster_loops import (
+    COSINE,
+    JACCARD,
+    NOT_VERIFIED,
+    lazy_components,
+    lazy_star,
+)
+from gpusimhash.search._join import first_seen_labels
+from gpusimhash.search.clusters import StarClusters, policy_order, star_documents, star_order
+from gpusimhash.search.graph import CodeGraph
+from gpusimhash.search.verify import DocumentFeatures, feature_units
+
+__all__ = ["UnitGraph", "graph_components", "graph_stars", "unit_graph"]
+
+_MEASURES = {None: NOT_VERIFIED, "cosine": COSINE, "jaccard": JACCARD}
+
+
+@dataclass(frozen=True)
+class UnitGraph:
+    """The units of a code graph: what the clustering loops walk.
+
+    Attributes
+    ----------
+    unit : ndarray, shape (n,), dtype int64
+        Unit of each document, numbered in order of each unit's lowest document.
+    unit_code : ndarray, shape (n_units,), dtype int64
+        Distinct code of each unit that has candidates, -1 for the others (featureless or
+        alone).
+    local : ndarray, shape (n_units,), dtype int64
+        Row of each unit's representative in the features (-1 where none is needed).
+    code_offsets : ndarray, shape (n_unique + 1,), dtype int64
+        Row starts of `code_units`.
+    code_units : ndarray, dtype int64
+        The units of each distinct code that have candidates.
+    """
+
+    unit: np.ndarray
+    unit_code: np.ndarray
+    local: np.ndarray
+    code_offsets: np.ndarray
+    code_units: np.ndarray
+
+    @property
+    def n_units(self) -> int:
+        """Number of units."""
+        return int(self.unit_code.size)
+
+
+def unit_graph(
+    graph: CodeGraph,
+    features: DocumentFeatures,
+    rows: np.ndarray,
+    *,
+    verify: bool,
+    empty_as_duplicates: bool = False,
+) -> UnitGraph:
+    """Group the documents of a code graph into units.
+
+    Parameters
+    ----------
+    graph : CodeGraph
+        The join result over all ``n`` documents.
+    features : DocumentFeatures
+        Features of the documents `rows` (at least every candidate document).
+    rows : ndarray, dtype int64
+        Ascending document indices of `features`.
+    verify : bool
+        Units of identical features within a code (to be verified); otherwise the distinct
+        codes.
+    empty_as_duplicates : bool
+        With `verify`: all featureless documents form one unit.
+
+    Returns
+    -------
+    UnitGraph
+    """
+    n_codes = graph.n_unique
+    if not verify:
+        codes = np.arange(n_codes, dtype=np.int64)
+        return UnitGraph(
+            graph.inverse, codes, np.zeros(n_codes, np.int64), np.arange(n_codes + 1), codes
+        )
+    unit, representative = feature_units(graph.inverse, features, rows, empty_as_duplicates)
+    featured = np.unique(unit[rows[features.sizes > 0]])
+    unit_code = np.full(representative.size, -1, dtype=np.int64)
+    unit_code[featured] = graph.inverse[representative[featured]]
+    local = np.full(representative.size, -1, dtype=np.int64)
+    local[featured] = np.searchsorted(rows, representative[featured])
+    code_units = featured[np.argsort(unit_code[featured], kind="stable")]
+    code_offsets = np.zeros(n_codes + 1, dtype=np.int64)
+    np.cumsum(np.bincount(unit_code[featured], minlength=n_codes), out=code_offsets[1:])
+    return UnitGraph(unit, unit_code, local, code_offsets, code_units)
+
+
+def _loop_arguments(
+    graph: CodeGraph, units: UnitGraph, features: DocumentFeatures, measure: str | None
+) -> tuple[Any, ...]:
+    """Return the arguments the compiled loops share, after the unit order."""
+    if measure not in _MEASURES:
+        raise ValueError(f"measure must be one of cosine, jaccard or None, got {measure!r}")
+    return (
+        units.unit_code,
+        units.code_offsets,
+        units.code_units.copy(),  # the star loop compacts it
+        graph.offsets,
+        graph.neighbours,
+        units.local,
+        features.states,
+        features.offsets,
+        features.weights,
+        features.exponents,
+        features.squared_norms,
+        _MEASURES[measure],
+    )
+
+
+def graph_stars(
+    graph: CodeGraph,
+    units: UnitGraph,
+    features: DocumentFeatures,
+    *,
+    measure: str | None,
+    value: float = 0.0,
+    policy: str = "first",
+    lengths: Any = None,
+    scores: Any = None,
+) -> tuple[StarClusters, int]:
+    """Star clusters of the candidates that reach the threshold, verified in the star loop.
+
+    Units are visited in keep-policy order (of their preferred document); an unassigned unit is
+    kept and takes every unassigned candidate unit whose similarity reaches `value`. The result
+    equals `gpusimhash.star_clusters` of every verified pair of units (`verify_candidates`).
+
+    Parameters
+    ----------
+    graph : CodeGraph
+        The candidates.
+    units : UnitGraph
+        Its units (`unit_graph`).
+    features : DocumentFeatures
+        The features `units.local` points into.
+    measure : {"cosine", "jaccard", None}
+        The similarity verified; None takes every candidate unverified (similarity NaN).
+    value : float
+        The threshold.
+    policy : {"first", "longest", "score"}
+        Which document is kept (`gpusimhash.keep_one`).
+    lengths, scores : array_like, optional
+        For the policies that need them.
+
+    Returns
+    -------
+    stars : StarClusters
+    verified : int
+        Pairs of units compared on their features.
+
+    Raises
+    ------
+    ValueError
+        An unknown measure or policy.
+
+    Examples
+    --------
+    >>> from gpusimhash.search.exact import near_duplicate_graph
+    >>> from gpusimhash.search.verify import featurize
+    >>> from gpusimhash import _cpu
+    >>> batch = featurize(["a b c", "a b c d", "a b x y", "a b c"])
+    >>> graph = near_duplicate_graph(_cpu.fingerprint_batch(batch, bits=64, seed=0), max_distance=64)
+    >>> features = DocumentFeatures.from_batch(batch)
+    >>> units = unit_graph(graph, features, np.arange(4), verify=True)
+    >>> stars, verified = graph_stars(graph, units, features, measure="cosine", value=0.8)
+    >>> stars.kept_for.tolist(), stars.similarity.round(3).tolist(), verified
+    ([0, 0, 2, 0], [1.0, 0.866, 1.0, 1.0], 2)
+    """
+    n = units.unit.size
+    arguments = _loop_arguments(graph, units, features, measure)
+    rank = np.empty(n, dtype=np.int64)
+    rank[policy_order(n, policy=policy, lengths=lengths, scores=scores)] = np.arange(n)
+    best, order = star_order(units.unit, units.n_units, rank)
+    star: Any = lazy_star  # compiled: called with the shared arguments unpacked
+    unit_kept, unit_similarity, verified = star(order, *arguments, float(value))
+    return star_documents(units.unit, best, unit_kept, unit_similarity), int(verified)
+
+
+def graph_components(
+    graph: CodeGraph,
+    units: UnitGraph,
+    features: DocumentFeatures,
+    *,
+    measure: str | None,
+    value: float = 0.0,
+) -> tuple[np.ndarray, int]:
+    """Label the connected components of the candidates that reach the threshold (these chain).
+
+    Parameters
+    ----------
+    graph, units, features, measure, value
+        As in `graph_stars`.
+
+    Returns
+    -------
+    labels : ndarray, shape (n,), dtype int64
+        Cluster of each document, numbered in order of each cluster's first document.
+    verified : int
+        Pairs of units compared (a pair already in one component is not).
+
+    Raises
+    ------
+    ValueError
+        An unknown measure.
+
+    Examples
+    --------
+    >>> from gpusimhash.search.exact import near_duplicate_graph
+    >>> codes = np.array([[0b0000], [0b0001], [0b0011], [0b1111_0000]], dtype=np.uint8)
+    >>> graph = near_duplicate_graph(codes, max_distance=1)
+    >>> from gpusimhash.search.verify import featurize
+    >>> empty = DocumentFeatures.from_batch(featurize(["", "", "", ""]))
+    >>> units = unit_graph(graph, empty, np.arange(4), verify=False)
+    >>> graph_components(graph, units, empty, measure=None)[0].tolist()
+    [0, 0, 0, 1]
+    """
+    arguments = _loop_arguments(graph, units, features, measure)
+    components: Any = lazy_components  # compiled: called with the shared arguments unpacked
+    roots, verified = components(*arguments, float(value))
+    return first_seen_labels(roots[units.unit]), int(verified)
