@@ -40,13 +40,8 @@ from gpusimhash.datasets import sample
 from gpusimhash.datasets.synth import CorpusSpec, generate
 from gpusimhash.dedup.verification import cluster_documents, join_with_features, plan_threshold
 from gpusimhash.evaluation import removal_scores
-from gpusimhash.search.exact import near_duplicate_groups
-from gpusimhash.search.verify import (
-    DocumentFeatures,
-    candidate_documents,
-    featurize,
-    verify_candidates,
-)
+from gpusimhash.search.exact import near_duplicate_graph
+from gpusimhash.search.verify import DocumentFeatures, featurize, verify_candidates
 from gpusimhash.text import TextFeaturizer
 
 FEATURES = {
@@ -115,14 +110,15 @@ def dedup(features, batch, bits, min_cosine, verified, candidate_recall):
     )
     codes = fingerprint_batch(batch, bits=bits, seed=0)
     begin = time.perf_counter()
-    groups = join_with_features(
-        codes, features.sizes > 0, lambda c: near_duplicate_groups(c, max_distance=limit.radius)
+    graph = join_with_features(
+        codes, features.sizes > 0, lambda c: near_duplicate_graph(c, max_distance=limit.radius)
     )
-    rows = candidate_documents(groups)
+    groups = graph.to_groups()
+    rows = graph.candidate_documents()
     local = features.take(rows)
     found = verify_candidates(groups, local, rows, min_cosine=min_cosine) if verified else None
     method = "star" if verified else "components"
-    clusters = cluster_documents(groups, found, local, rows, limit, method=method)
+    clusters = cluster_documents(graph, features.take, limit, method=method)
     seconds = time.perf_counter() - begin
     pairs = groups.pairs() if found is None else found.document_pairs()[0]
     removed = ~clusters.keep
