@@ -134,6 +134,12 @@ def add_dedup_command(commands: Any) -> None:
     out.add_argument("--score-field", help="numeric field for --keep score (highest wins)")
     out.add_argument("--truth-field", help="field with true group labels: adds precision/recall")
     out.add_argument("--no-report", action="store_true", help="skip report.md and the plots")
+    out.add_argument(
+        "--annotate",
+        action="store_true",
+        help="write every record to annotated.<fmt> with cluster, duplicate_of and similarity "
+        "fields instead of dropping the removed ones",
+    )
     add_cluster_options(dedup)
     options.common(dedup)
     dedup.set_defaults(handler=run_dedup)
@@ -194,6 +200,7 @@ def run_dedup(args: argparse.Namespace) -> int:
         device=args.device,
         output_format=args.output_format,
         report=not args.no_report,
+        annotate=args.annotate,
     )
     if uses_cluster(args):
         from gpusimhash.cli.distributed import print_summary, run_distributed
@@ -237,6 +244,6 @@ def _earlier_output(name: str) -> bool:
     from gpusimhash.dedup.report import PLOTS
 
     stem, _, suffix = name.partition(".")
-    outputs = stem in ("kept", "duplicates") and suffix in OUTPUT_FORMATS
+    outputs = stem in ("kept", "annotated", "duplicates") and suffix in OUTPUT_FORMATS
     temporary = name.startswith(".") and name.endswith(".tmp")  # of an older version's writes
     return outputs or temporary or name in ("summary.json", "report.md", *PLOTS.values())

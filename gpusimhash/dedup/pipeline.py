@@ -85,6 +85,8 @@ _LOGGER = logging.getLogger(__name__)
 MAX_EVALUATED_PAIRS = 20_000_000
 # records per write of the duplicates file
 _DUPLICATES_CHUNK = 10_000
+# the fields --annotate adds to every record
+_ANNOTATIONS = frozenset({"cluster", "duplicate_of", "similarity"})
 # candidate pairs of distinct codes the report samples from, at most (unverified runs)
 _REPORTED_CODE_PAIRS = 1 << 20
 
@@ -136,6 +138,10 @@ class DedupOptions:
         Format of the kept and duplicates files.
     report : bool
         Write ``report.md`` with plots (sampling pairs and their true cosines costs a little).
+    annotate : bool
+        Write every record, none dropped, to ``annotated.<fmt>`` instead of ``kept.<fmt>``, with
+        ``cluster`` (its number in the duplicates file, null alone), ``duplicate_of`` (the id of
+        the document kept for it, null when kept) and ``similarity`` (to that document).
 
     Raises
     ------
@@ -164,6 +170,7 @@ class DedupOptions:
     device: str = "auto"
     output_format: str = "jsonl"
     report: bool = False
+    annotate: bool = False
 
     def __post_init__(self) -> None:
         """Check the options."""
@@ -692,21 +699,30 @@ def _write_kept(
     files: dict[str, str],
     bar: Any,
 ) -> tuple[dict[int, Any], dict[int, str]]:
-    """Write the kept records; collect ids of clustered rows and texts of the wanted rows."""
+    """Write the kept records (or every record, annotated); collect ids and wanted texts.
+
+    Returns the ids of the clustered rows and the texts of ``wanted_rows``.
+    """
+    options = source.options
     kept = clusters.kept
-    kept_path = out_dir / f"kept.{source.options.output_format}"
+    annotation = _Annotation.of(source, clusters) if options.annotate else None
+    name = "kept" if annotation is None else "annotated"
+    kept_path = out_dir / f"{name}.{options.output_format}"
     ids: dict[int, Any] = {}
     texts: dict[int, str] = {}
     rows_read = 0
-    with RecordWriter(kept_path, source.options.output_format) as writer:
+    with RecordWriter(kept_path, options.output_format) as writer:
         for batch in source.batches(records=True):
             rows = batch.rows
             rows_read += len(batch)
             if rows_read > len(kept):
                 break
-            writer.write([batch.record(int(k)) for k in np.flatnonzero(kept[rows])])
             for k in np.flatnonzero(clusters.in_cluster[rows]):
                 ids[int(rows[k])] = batch.ids[k]
+            if annotation is None:
+                writer.write([batch.record(int(k)) for k in np.flatnonzero(kept[rows])])
+            else:
+                writer.write(annotation.records(batch, ids))
             for position, row in enumerate(rows.tolist()):
                 if row in wanted_rows:
                     texts[row] = batch.texts[position]
@@ -715,8 +731,81 @@ def _write_kept(
         raise InputError(
             f"{source.name}: changed while it was read ({len(kept)} documents, then {rows_read})"
         )
-    files[kept_path.name] = f"the {writer.count:,} kept documents, whole records, in input order"
+    files[kept_path.name] = (
+        f"the {writer.count:,} kept documents, whole records, in input order"
+        if annotation is None
+        else f"all {writer.count:,} documents, whole records, in input order, with "
+        "cluster, duplicate_of (the id of the document kept for it) and similarity"
+    )
     return ids, texts
+
+
+@dataclass
+class _Annotation:
+    """What ``annotate`` adds to each record: its cluster, the id kept for it, the similarity."""
+
+    numbers: np.ndarray  # cluster number of every document (as in duplicates), -1: none
+    kept_for: np.ndarray  # row of the document kept for every document
+    removed: np.ndarray  # bool per document
+    similarity: np.ndarray
+    kept_ids: dict[int, Any]  # ids of kept rows read ahead (those after a member)
+    source: str
+
+    @classmethod
+    def of(cls, source: _Source, clusters: _Clusters) -> _Annotation:
+        """Prepare the annotations; read ahead the ids of kept rows that follow a member."""
+        kept_for = clusters.kept_rows[clusters.labels]
+        removed = ~clusters.kept
+        later = np.unique(kept_for[removed & (kept_for > np.arange(kept_for.size))])
+        kept_ids: dict[int, Any] = {}
+        if later.size:
+            for batch in source.fingerprint_batches(records=False):
+                for k in np.flatnonzero(np.isin(batch.rows, later)):
+                    kept_ids[int(batch.rows[k])] = batch.ids[k]
+        return cls(
+            _cluster_numbers(clusters),
+            kept_for,
+            removed,
+            clusters.similarity,
+            kept_ids,
+            source.name,
+        )
+
+    def records(self, batch: Batch, ids: dict[int, Any]) -> list[dict[str, Any]]:
+        """Return the batch's records with the three fields added (``ids``: of clustered rows)."""
+        out = []
+        for k, row in enumerate(batch.rows.tolist()):
+            record = batch.record(k)
+            clash = _ANNOTATIONS & record.keys()
+            if clash:
+                raise InputError(
+                    f"{self.source}, document {row}: the record has a field "
+                    f"{min(clash)!r}, which annotating would overwrite"
+                )
+            number = int(self.numbers[row])
+            duplicate_of = similarity = None
+            if self.removed[row]:
+                kept = int(self.kept_for[row])
+                duplicate_of = self.kept_ids[kept] if kept in self.kept_ids else ids[kept]
+                value = float(self.similarity[row])
+                similarity = value if np.isfinite(value) else None
+            out.append(
+                {
+                    **record,
+                    "cluster": number if number >= 0 else None,
+                    "duplicate_of": duplicate_of,
+                    "similarity": similarity,
+                }
+            )
+        return out
+
+
+def _cluster_numbers(clusters: _Clusters) -> np.ndarray:
+    """Return each document's cluster number (0, 1, ... over clusters of two or more; else -1)."""
+    big = np.flatnonzero(clusters.sizes > 1)
+    numbers = np.full(clusters.sizes.size, -1, dtype=np.int64)
+    numbers[big] = np.arange(big.size)
+    return numbers[clusters.labels]
 
 
 def _write_duplicates(
@@ -732,11 +821,8 @@ def _write_duplicates(
     path = out_dir / f"duplicates.{output_format}"
     rows = np.flatnonzero(clusters.in_cluster)
     rows = rows[np.argsort(labels[rows], kind="stable")]
-    cluster = np.full(labels.size, -1, dtype=np.int64)
+    cluster = _cluster_numbers(clusters)
     big = np.flatnonzero(sizes > 1)
-    report_id = np.full(sizes.size, -1, dtype=np.int64)
-    report_id[big] = np.arange(big.size)
-    cluster[rows] = report_id[labels[rows]]
     starts = np.searchsorted(labels[rows], big)
     ends = np.append(starts[1:], rows.size)[: starts.size]
     with RecordWriter(path, output_format) as writer:
