@@ -410,7 +410,7 @@ def dedup_file(
     path: str | Path | Sequence[str | Path],
     out_dir: str | Path,
     *,
-    bits: int = 64,
+    bits: int = 256,
     seed: int = 0,
     featurizer: TextFeaturizer | None = None,
     progress: Progress | None = None,
@@ -429,7 +429,8 @@ def dedup_file(
         Folder for ``kept.<fmt>``, ``duplicates.<fmt>`` and ``summary.json`` (created if
         missing).
     bits, seed, featurizer
-        How to fingerprint (`gpusimhash.FingerprintSettings`).
+        How to fingerprint (`gpusimhash.FingerprintSettings`); 256 bits by default, as the
+        ``gpusimhash dedup`` command.
     progress : callable, optional
         ``tqdm``-like factory ``progress(desc=..., unit=...)`` for progress bars.
     **options
