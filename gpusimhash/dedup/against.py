@@ -9,12 +9,16 @@ near-duplicates of that kept document. The documents still kept can be added to 
 (`add_kept`), which is how a corpus grows batch by batch without repeats.
 
 The batch is fingerprinted with the index's settings (`fingerprint_settings`), whatever the
-command line says, so that codes are comparable.
+command line says, so that codes are comparable. `Against` is what a dedup run holds: the
+index, opened before the first pass (a bad folder fails at once), then `Against.remove_indexed`
+after clustering, `Against.write` (``in_index.<format>``: one record per removed cluster) and,
+with ``add_kept``, `Against.add` once the kept documents are written.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +28,14 @@ from gpusimhash.fingerprinting import FingerprintSettings
 from gpusimhash.search._join import cosine_radius
 from gpusimhash.search.index import SimHashIndex
 
-__all__ = ["IndexMatches", "add_kept", "fingerprint_settings", "index_radius", "match_clusters"]
+__all__ = [
+    "Against",
+    "IndexMatches",
+    "add_kept",
+    "fingerprint_settings",
+    "index_radius",
+    "match_clusters",
+]
 
 
 def fingerprint_settings(index: SimHashIndex) -> FingerprintSettings:
@@ -190,3 +201,163 @@ def add_kept(folder: str | Path, codes: np.ndarray, ids: Any) -> int:
         index.add(codes, ids)
         index.save(folder)
     return int(codes.shape[0])
+
+
+@dataclass
+class Against:
+    """A saved index a dedup run removes its batch's repeats against.
+
+    Attributes
+    ----------
+    folder : Path
+        The index folder.
+    index : SimHashIndex
+        The index as loaded before the run.
+    matches : IndexMatches or None
+        Set by `remove_indexed`.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> folder = tempfile.mkdtemp()
+    >>> old = SimHashIndex(bits=64)
+    >>> _ = old.add(["the cat sat on the mat"], ids=["old-1"])
+    >>> old.save(folder)
+    >>> run = Against.open(folder, fingerprint_settings(old))
+    >>> codes = old.to_codes(["the cat sat on the mat", "a dog ran"])
+    >>> labels, kept = np.array([0, 1]), np.array([True, True])
+    >>> run.remove_indexed(codes, labels, kept, np.array([0, 1]), "cosine", 0.8).tolist()
+    [False, True]
+    >>> run.summary()
+    {'removed_as_indexed': 1, 'clusters_matching_index': 1}
+    """
+
+    folder: Path
+    index: SimHashIndex
+    matches: IndexMatches | None = field(default=None, init=False)
+    _labels: np.ndarray | None = field(default=None, init=False, repr=False)
+    _kept_rows: np.ndarray | None = field(default=None, init=False, repr=False)
+
+    @classmethod
+    def open(cls, folder: str | Path, settings: FingerprintSettings) -> Against:
+        """Load the index and check that the run fingerprints as it does.
+
+        Parameters
+        ----------
+        folder : str or Path
+            The index folder.
+        settings : FingerprintSettings
+            The run's settings (`fingerprint_settings` of the index, on the command line).
+
+        Returns
+        -------
+        Against
+
+        Raises
+        ------
+        gpusimhash.io.bundle.BundleError
+            Not a loadable index (a ValueError naming the file).
+        ValueError
+            Settings other than the index's: its codes could not be compared.
+        """
+        index = SimHashIndex.load(folder)
+        ours = (settings.bits, settings.seed, settings.featurizer.to_config())
+        if ours != (index.bits, index.seed, index.featurizer.to_config()):
+            raise ValueError(
+                f"{folder}: the index fingerprints with {index.bits} bits, seed {index.seed} and "
+                f"{index.featurizer!r}; the run must use the same settings"
+            )
+        return cls(Path(folder), index)
+
+    def remove_indexed(
+        self,
+        codes: np.ndarray,
+        labels: np.ndarray,
+        kept: np.ndarray,
+        kept_rows: np.ndarray,
+        measure: str,
+        value: float,
+    ) -> np.ndarray:
+        """Return the documents still kept once clusters matching the index are removed.
+
+        Parameters
+        ----------
+        codes : ndarray, shape (n, bits // 8), dtype uint8
+            The batch's codes.
+        labels, kept, kept_rows : ndarray
+            The clustering: cluster of every document, documents kept, kept row per cluster.
+        measure, value : str, float
+            The run's threshold (see `index_radius`).
+
+        Returns
+        -------
+        ndarray, shape (n,), dtype bool
+        """
+        radius = index_radius(self.index.bits, measure, value)
+        self.matches = match_clusters(self.index, codes, kept_rows, radius)
+        self._labels, self._kept_rows = labels, kept_rows
+        return self.matches.kept(labels, kept)
+
+    def summary(self) -> dict[str, int]:
+        """Return the documents and clusters removed as already indexed."""
+        if self.matches is None or self._labels is None:
+            return {"removed_as_indexed": 0, "clusters_matching_index": 0}
+        matched = self.matches.matched
+        return {
+            "removed_as_indexed": int(matched[self._labels].sum()),
+            "clusters_matching_index": int(matched.sum()),
+        }
+
+    def records(self, ids: dict[int, Any]) -> list[dict[str, Any]]:
+        """One record per removed cluster: the indexed id it matched, its distance and rows.
+
+        Parameters
+        ----------
+        ids : dict of int to id
+            The id of every row that is known (rows are given where an id is not).
+        """
+        if self.matches is None or self._labels is None or self._kept_rows is None:
+            return []
+        order = np.argsort(self._labels, kind="stable")
+        sizes = np.bincount(self._labels, minlength=self.matches.matched.size)
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        out = []
+        for label in np.flatnonzero(self.matches.matched).tolist():
+            rows = order[starts[label] : starts[label] + sizes[label]].tolist()
+            kept = int(self._kept_rows[label])
+            out.append(
+                {
+                    "index_id": _plain(self.matches.ids[label]),
+                    "distance": int(self.matches.distances[label]),
+                    "kept_row": kept,
+                    "kept_id": _plain(ids.get(kept, kept)),
+                    "rows": rows,
+                }
+            )
+        return out
+
+    def add(self, codes: np.ndarray, kept: np.ndarray, ids: Iterable[Any] | None) -> int:
+        """Add the kept documents to the index folder (see `add_kept`).
+
+        Parameters
+        ----------
+        codes : ndarray, shape (n, bits // 8), dtype uint8
+            The batch's codes.
+        kept : ndarray, shape (n,), dtype bool
+            The documents kept.
+        ids : iterable, optional
+            Every document's id, in row order (None: consecutive int64 ids after the largest).
+
+        Returns
+        -------
+        int
+            Documents added.
+        """
+        rows = np.flatnonzero(kept)
+        chosen = None if ids is None else [i for i, k in zip(ids, kept, strict=True) if k]
+        return add_kept(self.folder, codes[rows], chosen)
+
+
+def _plain(value: Any) -> Any:
+    """Return a NumPy scalar as a Python value (for JSON)."""
+    return value.item() if isinstance(value, np.generic) else value

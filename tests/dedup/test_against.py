@@ -68,3 +68,31 @@ def test_add_kept_grows_the_saved_index(index, tmp_path):
     with pytest.raises(ValueError, match="'new-2' is already in the index"):
         against.add_kept(folder, codes[[2]], ["new-2"])
     assert SimHashIndex.load(folder).ids().tolist() == ["old-0", "old-1", "new-2"]
+
+
+def test_a_run_refuses_other_fingerprint_settings(index, tmp_path):
+    from gpusimhash.fingerprinting import FingerprintSettings
+
+    with pytest.raises(ValueError, match="the run must use the same settings"):
+        against.Against.open(tmp_path / "idx", FingerprintSettings(bits=128, seed=5))
+    with pytest.raises(ValueError, match="manifest.json: missing"):
+        against.Against.open(tmp_path / "nothing", against.fingerprint_settings(index))
+
+
+def test_a_run_removes_reports_and_adds(index, tmp_path):
+    folder = tmp_path / "idx"
+    run = against.Against.open(folder, against.fingerprint_settings(index))
+    codes = index.to_codes(NEW)
+    labels, kept = np.array([0, 0, 1, 2]), np.array([1, 0, 1, 1], bool)
+    kept_rows = np.array([0, 2, 3])
+    still = run.remove_indexed(codes, labels, kept, kept_rows, "cosine", 0.8)
+    assert still.tolist() == [False, False, True, False]
+    assert run.summary() == {"removed_as_indexed": 3, "clusters_matching_index": 2}
+    records = run.records({0: "n-0", 3: "n-3"})
+    assert [(r["index_id"], r["kept_id"], r["rows"]) for r in records] == [
+        ("old-0", "n-0", [0, 1]),
+        ("old-1", "n-3", [3]),
+    ]
+    assert records[0]["distance"] == 0
+    assert run.add(codes, still, ["n-0", "n-1", "n-2", "n-3"]) == 1
+    assert SimHashIndex.load(folder).ids().tolist() == ["old-0", "old-1", "n-2"]
