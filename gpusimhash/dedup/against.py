@@ -336,6 +336,34 @@ class Against:
             )
         return out
 
+    def write(self, folder: Path, output_format: str, ids: dict[int, Any]) -> tuple[str, str]:
+        """Write `records` to ``in_index.<output_format>`` in ``folder``.
+
+        Parameters
+        ----------
+        folder : Path
+            The run's output folder.
+        output_format : {"jsonl", "parquet"}
+            As the run's other outputs.
+        ids : dict of int to id
+            As `records`.
+
+        Returns
+        -------
+        name, description : str
+            The file's name and what it holds, for the run's list of files.
+        """
+        from gpusimhash.io.writers import RecordWriter
+
+        path = folder / f"in_index.{output_format}"
+        records = self.records(ids)
+        with RecordWriter(path, output_format) as writer:
+            writer.write(records)
+        return path.name, (
+            f"{len(records):,} clusters removed as already in the index {self.folder}: the "
+            "indexed id each matched, its Hamming distance, the kept row and every row"
+        )
+
     def add(self, codes: np.ndarray, kept: np.ndarray, ids: Iterable[Any] | None) -> int:
         """Add the kept documents to the index folder (see `add_kept`).
 

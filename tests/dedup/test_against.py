@@ -96,3 +96,21 @@ def test_a_run_removes_reports_and_adds(index, tmp_path):
     assert records[0]["distance"] == 0
     assert run.add(codes, still, ["n-0", "n-1", "n-2", "n-3"]) == 1
     assert SimHashIndex.load(folder).ids().tolist() == ["old-0", "old-1", "n-2"]
+
+
+def test_the_removed_clusters_are_written(index, tmp_path):
+    import json
+
+    run = against.Against.open(tmp_path / "idx", against.fingerprint_settings(index))
+    codes = index.to_codes(NEW)
+    run.remove_indexed(
+        codes, np.array([0, 0, 1, 2]), np.ones(4, bool), np.array([0, 2, 3]), "cosine", 0.8
+    )
+    name, description = run.write(tmp_path, "jsonl", {0: "n-0"})
+    assert name == "in_index.jsonl"
+    assert description.startswith("2 clusters removed as already in the index")
+    lines = [json.loads(line) for line in (tmp_path / name).read_text().splitlines()]
+    assert [(r["index_id"], r["kept_id"], r["rows"]) for r in lines] == [
+        ("old-0", "n-0", [0, 1]),
+        ("old-1", 3, [3]),
+    ]
