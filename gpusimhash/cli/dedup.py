@@ -134,6 +134,13 @@ def add_dedup_command(commands: Any) -> None:
     out.add_argument("--score-field", help="numeric field for --keep score (highest wins)")
     out.add_argument("--truth-field", help="field with true group labels: adds precision/recall")
     out.add_argument("--no-report", action="store_true", help="skip report.md and the plots")
+    inputs = next(group for group in dedup._action_groups if group.title == "input")
+    inputs.add_argument(
+        "--skip-invalid",
+        action="store_true",
+        help="skip invalid records (bad JSON or UTF-8, a missing text field...) instead of "
+        "stopping; the summary counts them and lists the first",
+    )
     out.add_argument(
         "--annotate",
         action="store_true",
@@ -201,6 +208,7 @@ def run_dedup(args: argparse.Namespace) -> int:
         output_format=args.output_format,
         report=not args.no_report,
         annotate=args.annotate,
+        skip_invalid=args.skip_invalid,
     )
     if uses_cluster(args):
         from gpusimhash.cli.distributed import print_summary, run_distributed
@@ -223,6 +231,14 @@ def run_dedup(args: argparse.Namespace) -> int:
         tables["against the ground truth"] = summary["ground_truth"]
     tables[f"written to {out}/"] = summary["files"]
     options.emit(args, summary, tables)
+    skipped = summary["results"].get("skipped_invalid", 0)
+    if skipped:
+        print(
+            f"gpusimhash: warning: skipped {skipped:,} invalid records, the first: "
+            f"{summary['skipped'][0]} (all counted, the first {len(summary['skipped'])} "
+            "listed, in summary.json)",
+            file=sys.stderr,
+        )
     for warning in summary.get("warnings", []):
         print(f"gpusimhash: warning: {warning}", file=sys.stderr)
     return 0

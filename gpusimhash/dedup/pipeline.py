@@ -62,6 +62,7 @@ from gpusimhash.fingerprinting import FingerprintSettings, resolve_device
 from gpusimhash.io.lines import LineBatch, document_batches
 from gpusimhash.io.readers import DocumentBatch as Batch
 from gpusimhash.io.readers import FileState, InputError, detect_format, read_batches
+from gpusimhash.io.skipped import Skipped
 from gpusimhash.io.writers import RecordWriter, write_json
 from gpusimhash.search._join import DuplicateGroups
 from gpusimhash.search.budget import MAX_CANDIDATE_PAIRS
@@ -138,6 +139,10 @@ class DedupOptions:
         Format of the kept and duplicates files.
     report : bool
         Write ``report.md`` with plots (sampling pairs and their true cosines costs a little).
+    skip_invalid : bool
+        Skip invalid records (bad JSON or UTF-8, a missing or non-text text field, a bad id, a
+        CSV row of the wrong length, a null Parquet text) instead of stopping: the summary
+        counts them (``results.skipped_invalid``) and lists the first few (``skipped``).
     annotate : bool
         Write every record, none dropped, to ``annotated.<fmt>`` instead of ``kept.<fmt>``, with
         ``cluster`` (its number in the duplicates file, null alone), ``duplicate_of`` (the id of
@@ -170,6 +175,7 @@ class DedupOptions:
     device: str = "auto"
     output_format: str = "jsonl"
     report: bool = False
+    skip_invalid: bool = False
     annotate: bool = False
 
     def __post_init__(self) -> None:
@@ -305,6 +311,7 @@ class _Source:
     paths: tuple[Path, ...]
     options: DedupOptions
     id_field: str | None  # the option, else ``id`` when the first record has one
+    skipped: Skipped | None = None  # the first pass's invalid records (skip_invalid)
 
     @classmethod
     def of(cls, path: str | Path | Sequence[str | Path], options: DedupOptions) -> _Source:
@@ -342,21 +349,37 @@ class _Source:
                 id_field=self.id_field,
                 batch_size=self.options.batch_size,
                 records=records,
+                skipped=Skipped() if self.options.skip_invalid else None,  # as in the first pass
             )
         )
         return cast(Iterator[Batch], batches)  # read_batches' batches, renumbered
 
     def fingerprint_batches(self, *, records: bool) -> Iterator[Batch | LineBatch]:
-        """Read the files for the first pass: plain text as UTF-8 bytes, unless records are needed."""
-        if records:
-            return self.batches(records=True)
+        """Read the files for the first pass: plain text as UTF-8 bytes, unless records are needed.
+
+        Invalid records skipped (``skip_invalid``) are counted in ``self.skipped``.
+        """
+        self.skipped = Skipped() if self.options.skip_invalid else None
         return self._each(
-            lambda path: document_batches(
-                path,
-                format=self.options.format,
-                text_field=self.options.text_field,
-                id_field=self.id_field,
-                batch_size=self.options.batch_size,
+            lambda path: (
+                document_batches(
+                    path,
+                    format=self.options.format,
+                    text_field=self.options.text_field,
+                    id_field=self.id_field,
+                    batch_size=self.options.batch_size,
+                    skipped=self.skipped,
+                )
+                if not records
+                else read_batches(
+                    path,
+                    format=self.options.format,
+                    text_field=self.options.text_field,
+                    id_field=self.id_field,
+                    batch_size=self.options.batch_size,
+                    records=True,
+                    skipped=self.skipped,
+                )
             )
         )
 
@@ -760,7 +783,7 @@ class _Annotation:
         later = np.unique(kept_for[removed & (kept_for > np.arange(kept_for.size))])
         kept_ids: dict[int, Any] = {}
         if later.size:
-            for batch in source.fingerprint_batches(records=False):
+            for batch in source.batches(records=False):
                 for k in np.flatnonzero(np.isin(batch.rows, later)):
                     kept_ids[int(batch.rows[k])] = batch.ids[k]
         return cls(
@@ -905,7 +928,9 @@ def _summary(
             ),
             "removed_below_threshold": clusters.below_threshold,
             "distinct_codes": graph.n_unique,
+            "skipped_invalid": source.skipped.count if source.skipped else 0,
         },
+        "skipped": source.skipped.examples if source.skipped else [],
         "ground_truth": None,
         "cluster_sizes": cluster_summary(clusters.labels).to_dict()["size_counts"],
     }

@@ -27,6 +27,7 @@ from gpusimhash.io.readers import (
     detect_format,
     read_batches,
 )
+from gpusimhash.io.skipped import Skipped
 from gpusimhash.utf8 import Utf8Texts
 
 BLOCK_BYTES = 16 << 20
@@ -155,6 +156,7 @@ def document_batches(
     text_field: str = "text",
     id_field: str | None = None,
     batch_size: int = 10_000,
+    skipped: Skipped | None = None,
 ) -> Iterator[DocumentBatch | LineBatch]:
     r"""Read a document file for fingerprinting: plain text as UTF-8 bytes, the rest as text.
 
@@ -168,8 +170,9 @@ def document_batches(
     ----------
     path : str or Path
         The input file.
-    format, text_field, id_field, batch_size
-        As for ``read_batches`` (plain text has no fields: its ids are row numbers).
+    format, text_field, id_field, batch_size, skipped
+        As for ``read_batches`` (plain text has no fields: its ids are row numbers; lines that
+        are skipped when invalid are read as ``str``, through ``read_batches``).
 
     Yields
     ------
@@ -189,13 +192,14 @@ def document_batches(
     >>> [(b.ids, b.texts.to_strings()) for b in document_batches(path)]
     [([0, 1], ['a cat', 'a dog'])]
     """
-    if (format or detect_format(path)) != "text":
+    if (format or detect_format(path)) != "text" or skipped is not None:
         yield from read_batches(
             path,
             format=format,
             text_field=text_field,
             id_field=id_field,
             batch_size=batch_size,
+            skipped=skipped,
         )
         return
     first = 0

@@ -36,12 +36,13 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NoReturn
 
 import numpy as np
 
 from gpusimhash._choices import FORMATS
 from gpusimhash.io.fields import SEPARATOR, FieldError, TextField
+from gpusimhash.io.skipped import Skipped
 
 _SUFFIXES = {
     ".jsonl": "jsonl",
@@ -241,6 +242,7 @@ def read_batches(
     id_field: str | None = None,
     batch_size: int = 10_000,
     records: bool = False,
+    skipped: Skipped | None = None,
 ) -> Iterator[DocumentBatch]:
     """Stream a document file in batches.
 
@@ -261,6 +263,11 @@ def read_batches(
         Most documents per batch, >= 1.
     records : bool
         Also return every document's full record (for writing documents back out).
+    skipped : Skipped, optional
+        Skip an invalid record (bad JSON, invalid UTF-8, a missing or non-text text field, a
+        bad id, a CSV row of the wrong length, a null Parquet text) instead of raising, and
+        count it here; skipped records are not rows. A damaged file (corrupt compressed data,
+        an over-long line, an unterminated CSV quote, bad UTF-8 in a CSV file) still raises.
 
     Yields
     ------
@@ -295,11 +302,11 @@ def read_batches(
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
     path = Path(path)
     if format == "parquet":
-        yield from _parquet_batches(path, text_field, id_field, batch_size, records)
+        yield from _parquet_batches(path, text_field, id_field, batch_size, records, skipped)
         return
     reader = {"jsonl": _jsonl_rows, "csv": _csv_rows, "tsv": _csv_rows, "text": _text_rows}[format]
     with _open_binary(path) as stream:
-        rows = reader(stream, path, format, text_field, id_field)
+        rows = reader(stream, path, format, text_field, id_field, skipped)
         yield from _batched(rows, batch_size, records)
 
 
@@ -392,45 +399,59 @@ def _raw_lines(stream: IO[bytes], path: Path) -> Iterator[tuple[int, bytes]]:
         raise InputError(f"{_where(path, line + 1)}: cannot read ({error})") from None
 
 
-def _read_lines(stream: IO[bytes], path: Path) -> Iterator[tuple[int, str]]:
-    """Yield ``(line_number, text)`` without the line ending, naming the file on I/O errors."""
-    for line, raw in _raw_lines(stream, path):
-        content = _decode(raw, path, line).rstrip("\r\n")
-        yield line, content.removeprefix("\ufeff") if line == 1 else content
-
-
 def _jsonl_rows(
-    stream: IO[bytes], path: Path, format: str, text_field: str, id_field: str | None
+    stream: IO[bytes],
+    path: Path,
+    format: str,
+    text_field: str,
+    id_field: str | None,
+    skipped: Skipped | None,
 ) -> Iterator[Row]:
     """Yield ``(id, text, record)`` from JSON lines."""
     field = TextField.parse(text_field)
     row = 0
-    for line, content in _read_lines(stream, path):
-        if not content.strip():
+    for line, raw in _raw_lines(stream, path):
+        try:
+            parsed = _jsonl_record(raw, path, line, field, id_field)
+        except InputError as error:
+            if skipped is None:
+                raise
+            skipped.add(error)
             continue
-        try:
-            record = json.loads(content)
-        except json.JSONDecodeError as error:
-            raise InputError(f"{_where(path, line)}: not valid JSON ({error.msg})") from None
-        except ValueError as error:  # an integer beyond Python's digit limit
-            raise InputError(f"{_where(path, line)}: not readable JSON ({error})") from None
-        except RecursionError:
-            raise InputError(f"{_where(path, line)}: JSON nested too deeply") from None
-        if not isinstance(record, dict):
-            raise InputError(
-                f"{_where(path, line)}: expected a JSON object, got {_describe(record)}"
-            )
-        if _SURROGATE_ESCAPE.search(content):
-            _check_unicode(record, path, line)
-        try:
-            text = field.text(record)
-        except FieldError as error:
-            raise InputError(f"{_where(path, line)}: {error}") from None
-        doc_id: int | str = row
-        if id_field is not None:
-            doc_id = _check_id(_field(record, id_field, path, line), path, line, id_field)
-        yield doc_id, text, record
-        row += 1
+        if parsed is not None:  # not a blank line
+            doc_id, text, record = parsed
+            yield row if doc_id is None else doc_id, text, record
+            row += 1
+
+
+def _jsonl_record(
+    raw: bytes, path: Path, line: int, field: TextField, id_field: str | None
+) -> tuple[int | str | None, str, dict[str, Any]] | None:
+    """Parse one JSON line into ``(id or None, text, record)``; None for a blank line."""
+    content = _decode(raw, path, line).rstrip("\r\n")
+    content = content.removeprefix("\ufeff") if line == 1 else content
+    if not content.strip():
+        return None
+    try:
+        record = json.loads(content)
+    except json.JSONDecodeError as error:
+        raise InputError(f"{_where(path, line)}: not valid JSON ({error.msg})") from None
+    except ValueError as error:  # an integer beyond Python's digit limit
+        raise InputError(f"{_where(path, line)}: not readable JSON ({error})") from None
+    except RecursionError:
+        raise InputError(f"{_where(path, line)}: JSON nested too deeply") from None
+    if not isinstance(record, dict):
+        raise InputError(f"{_where(path, line)}: expected a JSON object, got {_describe(record)}")
+    if _SURROGATE_ESCAPE.search(content):
+        _check_unicode(record, path, line)
+    try:
+        text = field.text(record)
+    except FieldError as error:
+        raise InputError(f"{_where(path, line)}: {error}") from None
+    doc_id: int | str | None = None
+    if id_field is not None:
+        doc_id = _check_id(_field(record, id_field, path, line), path, line, id_field)
+    return doc_id, text, record
 
 
 def _check_unicode(record: dict[str, Any], path: Path, line: int) -> None:
@@ -465,7 +486,12 @@ def _field(record: dict[str, Any], field: str, path: Path, line: int) -> Any:
 
 
 def _csv_rows(
-    stream: IO[bytes], path: Path, format: str, text_field: str, id_field: str | None
+    stream: IO[bytes],
+    path: Path,
+    format: str,
+    text_field: str,
+    id_field: str | None,
+    skipped: Skipped | None,
 ) -> Iterator[Row]:
     """Yield ``(id, text, record)`` from a CSV or TSV file with a header row."""
     csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
@@ -485,15 +511,21 @@ def _csv_rows(
                 f"{path}: no column {id_field!r} in the header (columns: {', '.join(header)})"
             )
         id_column = header.index(id_field) if id_field is not None else None
-        for row, values in enumerate(reader):
+        row = 0
+        for values in reader:
             if len(values) != len(header):
-                raise InputError(
+                error = InputError(
                     f"{_where(path, reader.line_num)}: {len(values)} fields, "
                     f"the header has {len(header)}"
                 )
+                if skipped is None:
+                    raise error
+                skipped.add(error)
+                continue
             doc_id = row if id_column is None else values[id_column]
             text = SEPARATOR.join(values[k] for k in text_columns)
             yield doc_id, text, dict(zip(header, values, strict=True))
+            row += 1
     except csv.Error as error:
         reason = "an unterminated quote" if "unexpected end" in str(error) else str(error)
         raise InputError(
@@ -523,15 +555,35 @@ def _csv_lines(stream: IO[bytes], path: Path) -> Iterator[str]:
 
 
 def _text_rows(
-    stream: IO[bytes], path: Path, format: str, text_field: str, id_field: str | None
+    stream: IO[bytes],
+    path: Path,
+    format: str,
+    text_field: str,
+    id_field: str | None,
+    skipped: Skipped | None,
 ) -> Iterator[Row]:
     """Yield ``(row, line, record)``: every line is a document."""
-    for line, content in _read_lines(stream, path):
-        yield line - 1, content, {"id": line - 1, "text": content}
+    row = 0
+    for line, raw in _raw_lines(stream, path):
+        try:
+            content = _decode(raw, path, line).rstrip("\r\n")
+        except InputError as error:
+            if skipped is None:
+                raise
+            skipped.add(error)
+            continue
+        content = content.removeprefix("\ufeff") if line == 1 else content
+        yield row, content, {"id": row, "text": content}
+        row += 1
 
 
 def _parquet_batches(
-    path: Path, text_field: str, id_field: str | None, batch_size: int, keep_records: bool
+    path: Path,
+    text_field: str,
+    id_field: str | None,
+    batch_size: int,
+    keep_records: bool,
+    skipped: Skipped | None,
 ) -> Iterator[DocumentBatch]:
     """Yield batches from a Parquet file, column by column through pyarrow."""
     pq = require_pyarrow()
@@ -551,45 +603,67 @@ def _parquet_batches(
             raise InputError(f"{path}: no column {name!r} (columns: {', '.join(names)})")
     wanted = [*text_columns, *([id_field] if id_field is not None else [])]
     columns = None if keep_records else list(dict.fromkeys(wanted))
-    first = 0
+    first = position = 0  # documents so far, rows of the file so far
     try:
         for record_batch in parquet.iter_batches(batch_size=batch_size, columns=columns):
-            ids = record_batch.column(id_field).to_pylist() if id_field else None
-            if spec is None:
-                texts = record_batch.column(text_field).to_pylist()
-                for k, value in enumerate(texts):
-                    if not isinstance(value, str):
-                        _raise_row(path, first + k, text_field, value, "a string")
-            else:
-                texts = _parquet_texts(record_batch.select(text_columns), spec, path, first)
-            if ids is None:
-                ids = list(range(first, first + len(texts)))
-            else:
-                for k, value in enumerate(ids):
-                    if isinstance(value, bool) or not isinstance(value, int | str):
-                        field = str(id_field)
-                        _raise_row(path, first + k, field, value, "an integer or a string")
-            records = record_batch.to_pylist() if keep_records else None
-            yield _batch(first, ids, texts, records)
+            n = record_batch.num_rows
+            values = (
+                record_batch.column(text_field).to_pylist()
+                if spec is None
+                else record_batch.select(text_columns).to_pylist()
+            )
+            raw_ids = record_batch.column(id_field).to_pylist() if id_field else [None] * n
+            texts: list[str] = []
+            ids: list[int | str] = []
+            good: list[int] = []
+            for k in range(n):
+                try:
+                    text = _parquet_text(values[k], spec, text_field, path, position + k)
+                    doc_id = _parquet_id(raw_ids[k], id_field, path, position + k)
+                except InputError as error:
+                    if skipped is None:
+                        raise
+                    skipped.add(error)
+                    continue
+                texts.append(text)
+                ids.append(first + len(good) if doc_id is None else doc_id)
+                good.append(k)
+            records = None
+            if keep_records:
+                every = record_batch.to_pylist()
+                records = every if len(good) == n else [every[k] for k in good]
+            if texts:
+                yield _batch(first, ids, texts, records)
             first += len(texts)
+            position += n
     except (pa.ArrowException, OSError, ValueError) as error:  # damaged pages, bad UTF-8
         if isinstance(error, InputError):
             raise
-        raise InputError(f"{path}, row {first}: cannot read Parquet data ({error})") from None
+        raise InputError(f"{path}, row {position}: cannot read Parquet data ({error})") from None
 
 
-def _parquet_texts(table: Any, field: TextField, path: Path, first: int) -> list[str]:
-    """Return the texts of nested or several columns, row by row."""
-    texts = []
-    for k, record in enumerate(table.to_pylist()):
+def _parquet_text(value: Any, spec: TextField | None, name: str, path: Path, row: int) -> str:
+    """Return a row's text (one column, or nested or several through ``spec``)."""
+    if spec is not None:
         try:
-            texts.append(field.text(record))
+            return spec.text(value)
         except FieldError as error:
-            raise InputError(f"{path}, row {first + k}: {error}") from None
-    return texts
+            raise InputError(f"{path}, row {row}: {error}") from None
+    if not isinstance(value, str):
+        _raise_row(path, row, name, value, "a string")
+    return value
 
 
-def _raise_row(path: Path, row: int, field: str, value: Any, expected: str) -> None:
+def _parquet_id(value: Any, id_field: str | None, path: Path, row: int) -> int | str | None:
+    """Return a row's id (None without an id column)."""
+    if id_field is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        _raise_row(path, row, id_field, value, "an integer or a string")
+    return value
+
+
+def _raise_row(path: Path, row: int, field: str, value: Any, expected: str) -> NoReturn:
     """Raise an InputError for a bad value in a Parquet row."""
     raise InputError(
         f"{path}, row {row}: column {field!r} must be {expected}, got {_describe(value)}"
