@@ -19,7 +19,7 @@ from gpusimhash.distributed import dedup
 from gpusimhash.io.readers import InputError
 
 N_DOCS = 1200
-FAST = {"bits": 128, "max_distance": 8}  # 9 pigeonhole tables of 14 bits
+FAST = {"bits": 128, "max_distance": 8, "id_field": "id"}  # 9 pigeonhole tables of 14 bits
 
 
 def _records():
@@ -60,7 +60,7 @@ def corpus(tmp_path_factory):
 @pytest.fixture(scope="module")
 def cluster():
     with distributed.LocalCluster(
-        processes=True, n_workers=3, threads_per_worker=1, dashboard_address=None
+        processes=True, n_workers=3, threads_per_worker=1, dashboard_address=":0"
     ) as local:
         yield local
 
@@ -89,7 +89,7 @@ def _single(root, options):
     key = json.dumps(options, sort_keys=True)
     if key not in _SINGLE:
         out = root / f"single-{len(_SINGLE)}"
-        _SINGLE[key] = (dedup_file(root / "all.jsonl", out, id_field="id", **options), out)
+        _SINGLE[key] = (dedup_file(root / "all.jsonl", out, **options), out)
     return _SINGLE[key]
 
 
@@ -128,7 +128,7 @@ RUNS = [
     (2, 4, {**FAST, "verify": False}),
     (2, 7, {**FAST, "min_jaccard": 0.6, "empty_as_duplicates": True}),
     (2, 4, {**FAST, "output_format": "parquet"}),
-    (2, 7, {"max_distance": 12}),  # 64 bits: 13 tables of 4 and 5 bits, oversized buckets
+    (2, 7, {"max_distance": 12}),  # 256 bits, ids from the "id" field: not named, found
     (1, 4, FAST),
 ]
 
@@ -138,7 +138,7 @@ def test_same_result_as_one_machine(corpus, cluster, tmp_path, n_workers, n_part
     root, layouts = corpus
     with _client_with(cluster, n_workers) as client:
         assert len(client.scheduler_info()["workers"]) == n_workers
-        result = dedup(layouts[n_parts], tmp_path, client=client, id_field="id", **options)
+        result = dedup(layouts[n_parts], tmp_path, client=client, **options)
     single = _assert_same(root, tmp_path, options)
     np.testing.assert_array_equal(result.removed, np.flatnonzero(~single.kept))
     for name in ("documents", "kept", "removed", "clusters", "largest_cluster"):
@@ -153,9 +153,10 @@ def test_plain_text_partitions_number_documents_globally(cluster, tmp_path):
     (tmp_path / "a.txt").write_text("\n".join(lines[:250]) + "\n")
     (tmp_path / "b.txt").write_text("\n".join(lines[250:]) + "\n")
     (tmp_path / "all.txt").write_text("\n".join(lines) + "\n")
-    single = dedup_file(tmp_path / "all.txt", tmp_path / "single", **FAST)
+    fast = {"bits": 128, "max_distance": 8}
+    single = dedup_file(tmp_path / "all.txt", tmp_path / "single", **fast)
     with _client_with(cluster, 2) as client:
-        dedup([tmp_path / "a.txt", tmp_path / "b.txt"], tmp_path / "dist", client=client, **FAST)
+        dedup([tmp_path / "a.txt", tmp_path / "b.txt"], tmp_path / "dist", client=client, **fast)
     kept = [
         json.loads(line)
         for part in sorted((tmp_path / "dist" / "kept").iterdir())
@@ -196,17 +197,27 @@ def test_a_killed_worker_is_retried_with_the_same_result(corpus, cluster, tmp_pa
     with _client_with(cluster, 2) as client:
         client.register_plugin(KillOnce())
         try:
-            dedup(layouts[4], tmp_path / "out", client=client, id_field="id", **FAST)
+            dedup(layouts[4], tmp_path / "out", client=client, **FAST)
         finally:
             client.unregister_worker_plugin("kill-once")
     assert flag.exists()
     _assert_same(root, tmp_path / "out", FAST)
 
 
+def test_defaults_are_the_single_machine_ones():
+    import inspect
+
+    ours, theirs = inspect.signature(dedup).parameters, inspect.signature(dedup_file).parameters
+    for name in ("bits", "seed", "featurizer"):
+        assert ours[name].default == theirs[name].default, name
+
+
 def test_unsupported_options_and_no_client(tmp_path):
     _write(RECORDS[:5], tmp_path / "a.jsonl")
     with pytest.raises(ValueError, match="does not support recall"):
         dedup(tmp_path, tmp_path / "out", recall=0.9)
+    with pytest.raises(ValueError, match="standard input"):
+        dedup("-", tmp_path / "out")
     with pytest.raises(ValueError, match="no Dask client"):
         dedup(tmp_path / "a.jsonl", tmp_path / "out")
     with pytest.raises(FileNotFoundError, match="nothing"):
@@ -216,7 +227,7 @@ def test_unsupported_options_and_no_client(tmp_path):
 def test_outputs(corpus, cluster, tmp_path):
     _, layouts = corpus
     with _client_with(cluster, 1) as client:
-        result = dedup(layouts[4], tmp_path, client=client, id_field="id", **FAST)
+        result = dedup(layouts[4], tmp_path, client=client, **FAST)
     summary = json.loads(Path(tmp_path / "summary.json").read_text())
     assert summary["results"] == result.summary["results"]
     shuffle = summary["distributed"]
@@ -231,14 +242,15 @@ def test_command_line_on_a_scheduler_and_on_local_workers(corpus, cluster, tmp_p
 
     root, layouts = corpus
     common = ["--id-field", "id", "--bits", "128", "--max-distance", "8", "-q", "--no-report"]
-    assert main(["dedup", str(root / "all.jsonl"), "--out", str(tmp_path / "one"), *common]) == 0
     address = cluster.scheduler_address
     glob = str(layouts[7] / "part*.jsonl")
-    assert main(["dedup", glob, "--scheduler", address, "--out", str(tmp_path / "s"), *common]) == 0
-    assert (
-        main(["dedup", str(layouts[4]), "--workers", "2", "--out", str(tmp_path / "w"), *common])
-        == 0
+    runs = (
+        [str(root / "all.jsonl"), "--out", str(tmp_path / "one")],
+        [glob, "--scheduler", address, "--out", str(tmp_path / "s")],
+        [str(layouts[4]), "--workers", "2", "--out", str(tmp_path / "w")],
     )
+    for run in runs:
+        assert main(["dedup", *run, *common]) == 0, capsys.readouterr().err
     expected = (tmp_path / "one" / "duplicates.jsonl").read_bytes()
     kept = (tmp_path / "one" / "kept.jsonl").read_text()
     for name, parts in (("s", 7), ("w", 4)):

@@ -76,12 +76,32 @@ def test_every_pair_once_from_exactly_one_table(seed, n, n_bytes, radius, n_part
     assert sorted(map(tuple, found.tolist())) == sorted(map(tuple, expected.tolist()))
 
 
-def test_oversized_buckets_go_to_the_exact_join(monkeypatch):
-    monkeypatch.setattr(tables, "BUCKET_CAP", 4)
-    codes = _codes(3, 400, 8, 0.05)
-    found, _ = _distributed_pairs(codes, 9, 2, 3)
-    expected = _expected_pairs(codes, 9)
+@pytest.mark.parametrize(("n_bytes", "radius"), [(8, 9), (1, 7), (2, 13)])
+def test_crowded_buckets_and_few_free_bits(n_bytes, radius):
+    # few distinct keys (most bits shared) and radii that leave too few bits for sub-blocks
+    rng = np.random.default_rng(radius)
+    codes = _codes(radius, 600, n_bytes, 0.05)
+    codes[:, : n_bytes // 2] = rng.integers(0, 2, (600, n_bytes // 2), dtype=np.uint8)
+    found, _ = _distributed_pairs(codes, radius, 2, 3)
+    expected = _expected_pairs(codes, radius)
+    assert len(found) == len(np.unique(found, axis=0))
     assert sorted(map(tuple, found.tolist())) == sorted(map(tuple, expected.tolist()))
+
+
+@pytest.mark.parametrize(
+    ("bits", "radius", "lo", "width"), [(128, 7, 48, 16), (64, 12, 0, 5), (16, 9, 0, 8)]
+)
+def test_sub_blocks_are_disjoint_enough_and_outside_the_table(bits, radius, lo, width):
+    blocks = tables.sub_blocks(bits, radius, lo, width)
+    if blocks == ((0, 0),):
+        assert bits - width < radius + 1
+        return
+    assert len(blocks) == radius + 1
+    covered = [set(range(b, b + w)) for b, w in blocks]
+    assert all(covered)
+    assert not set().union(*covered) & set(range(lo, lo + width))
+    assert sum(map(len, covered)) == len(set().union(*covered))
+    assert max(covered[-1]) < bits
 
 
 def test_units_share_a_code_and_features():
@@ -102,3 +122,14 @@ def test_pigeonhole_blocks_are_disjoint_and_enough(bits, radius):
     ends = [lo + width for lo, width in blocks]
     assert all(end <= lo for end, (lo, _) in zip(ends, blocks[1:], strict=False))
     assert all(width <= tables.MAX_KEY_BITS for _, width in blocks)
+
+
+@pytest.mark.parametrize("cap", [2, 16])
+def test_crowded_buckets_go_to_the_single_machine_join(monkeypatch, cap):
+    monkeypatch.setattr(tables, "BUCKET_CAP", cap)
+    for n_bytes, radius in ((8, 12), (16, 7), (1, 3)):
+        codes = _codes(cap + radius, 500, n_bytes, 0.05)
+        found, _ = _distributed_pairs(codes, radius, 2, 3)
+        expected = _expected_pairs(codes, radius)
+        assert len(found) == len(np.unique(found, axis=0))
+        assert sorted(map(tuple, found.tolist())) == sorted(map(tuple, expected.tolist()))

@@ -50,7 +50,8 @@ def run_distributed(
     Raises
     ------
     UsageError
-        An option the distributed dedup does not support (``--truth-field``, ``--recall``).
+        An option the distributed dedup does not support (``--truth-field``, ``--recall``,
+        ``--annotate``).
     UserError
         No input, or a scheduler that cannot be reached.
     """
@@ -59,7 +60,12 @@ def run_distributed(
 
     if args.input is None:
         raise options.UsageError("--scheduler and --workers need an INPUT (files, folder, glob)")
-    for flag, value in (("--truth-field", args.truth_field), ("--recall", args.recall)):
+    unsupported = (
+        ("--truth-field", args.truth_field),
+        ("--recall", args.recall),
+        ("--annotate", args.annotate or None),
+    )
+    for flag, value in unsupported:
         if value is not None:
             raise options.UsageError(f"{flag} is not supported with --scheduler or --workers")
     fields = dataclasses.asdict(dedup_options) | {"report": False}
@@ -88,7 +94,7 @@ def _client(args: argparse.Namespace) -> Any:
                 f"cannot reach the Dask scheduler {args.scheduler}: {error}"
             ) from None
     cluster = LocalCluster(  # type: ignore[no-untyped-call]
-        n_workers=args.workers, threads_per_worker=1, processes=True, dashboard_address=None
+        n_workers=args.workers, threads_per_worker=1, processes=True, dashboard_address=":0"
     )
     return _Closing(Client(cluster), cluster)  # type: ignore[no-untyped-call]
 
@@ -118,7 +124,7 @@ def _owned(name: str) -> bool:
 def print_summary(args: argparse.Namespace, summary: dict[str, Any], out: Path) -> None:
     """Print the run's results and files as the single-machine command does."""
     tables = {
-        f"gpusimhash dedup: {args.input} on Dask": summary["results"],
+        f"gpusimhash dedup: {' '.join(args.input)} on Dask": summary["results"],
         "beyond one machine": {
             k: v for k, v in summary["distributed"].items() if not isinstance(v, list)
         },

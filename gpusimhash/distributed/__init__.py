@@ -11,6 +11,5 @@ from __future__ import annotations
 
 from gpusimhash.distributed._collection import fingerprint_collection
 from gpusimhash.distributed._pipeline import DistributedResult, dedup
-from gpusimhash.distributed.inputs import partition_paths
 
-__all__ = ["DistributedResult", "dedup", "fingerprint_collection", "partition_paths"]
+__all__ = ["DistributedResult", "dedup", "fingerprint_collection"]

@@ -22,6 +22,7 @@ Stages (task keys ``gpusimhash-<stage>-<run>-...``):
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import uuid
 from collections.abc import Sequence
@@ -32,22 +33,24 @@ from typing import Any
 import numpy as np
 
 from gpusimhash.codes import hamming
-from gpusimhash.dedup.pipeline import DedupOptions
+from gpusimhash.dedup.pipeline import DedupOptions, _has_id_field
 from gpusimhash.distributed import _partitions as partitions
 from gpusimhash.distributed import _tables as tables
 from gpusimhash.distributed._verify import pair_similarities, route_pairs
-from gpusimhash.distributed.inputs import partition_paths
 from gpusimhash.fingerprinting import FingerprintSettings
+from gpusimhash.io.inputs import STDIN, input_files
 from gpusimhash.io.writers import RecordWriter, write_json
 from gpusimhash.search.clusters import cluster_labels, keep_one, star_clusters
 from gpusimhash.text import TextFeaturizer
 
 __all__ = ["DistributedResult", "dedup"]
 
+_TASK_DOCUMENTS = 500_000  # documents per collapse or join task at least, beyond two per worker
 _UNSUPPORTED = {
     "truth_field": None,
     "recall": None,
     "report": False,
+    "annotate": False,
 }
 
 
@@ -80,7 +83,7 @@ def dedup(
     out_dir: str | Path,
     *,
     client: Any = None,
-    bits: int = 64,
+    bits: int = 256,
     seed: int = 0,
     featurizer: TextFeaturizer | None = None,
     **options: Any,
@@ -94,7 +97,9 @@ def dedup(
     Parameters
     ----------
     inputs : str, Path or sequence of them
-        Files, folders and glob patterns (`partition_paths`): one partition per file.
+        Files, folders and glob patterns (`gpusimhash.io.inputs.input_files`): one partition
+        per file. Without an id field, ids come from an ``id`` field when the first record
+        has one, else they are global rows (as on one machine).
     out_dir : str or Path
         Output folder: ``kept/part-NNNNN.<fmt>`` (one part per partition, its kept records in
         input order), ``duplicates.<fmt>`` and ``summary.json``.
@@ -104,7 +109,7 @@ def dedup(
         How to fingerprint (a tf-idf featurizer must be fitted beforehand).
     **options
         The fields of `gpusimhash.dedup.pipeline.DedupOptions`, except ``truth_field``,
-        ``recall`` (the join is exact) and ``report``.
+        ``recall`` (the join is exact), ``report`` and ``annotate``.
 
     Returns
     -------
@@ -124,8 +129,8 @@ def dedup(
     >>> folder = pathlib.Path(tempfile.mkdtemp())
     >>> _ = (folder / "a.txt").write_text("red fox\nblue sky\n")
     >>> _ = (folder / "b.txt").write_text("red fox\ngreen sea\n")
-    >>> with Client(processes=False, n_workers=1, dashboard_address=None) as client:
-    ...     result = dedup(folder, folder / "out", client=client)
+    >>> with Client(processes=False, n_workers=1, dashboard_address=":0") as client:
+    ...     result = dedup(folder, folder / "out", client=client, bits=64)
     >>> result.removed.tolist(), result.kept_for.tolist()
     ([2], [0])
     >>> sorted(p.name for p in (folder / "out" / "kept").iterdir())
@@ -139,13 +144,18 @@ def dedup(
     )
     if settings.featurizer.weighting == "tfidf" and not settings.featurizer.is_fitted:
         raise ValueError("fit the tf-idf featurizer on the corpus first (featurizer.fit(...))")
-    paths = partition_paths(inputs)
+    paths = input_files(inputs)
+    if Path(STDIN) in paths:
+        raise ValueError("standard input (-) cannot be partitioned: write it to a file first")
+    dedup_options = DedupOptions(**options)
+    if dedup_options.id_field is None and _has_id_field(paths[0], dedup_options):
+        dedup_options = dataclasses.replace(dedup_options, id_field="id")
     run = _Run(
         client=_client(client),
         paths=paths,
         out_dir=Path(out_dir),
         settings=settings,
-        options=DedupOptions(**options),
+        options=dedup_options,
     )
     return run.execute()
 
@@ -262,7 +272,10 @@ class _Run:
         """Collapse, join every table and verify; gather the verified pairs of units."""
         client, bits = self.client, self.settings.bits
         n_parts = len(self.paths)
-        n_tasks = max(1, n_parts)
+        n_workers = max(1, len(client.scheduler_info().get("workers", {})))
+        # tasks per shuffle: two per worker, more for a big corpus, never more than partitions
+        wanted = max(2 * n_workers, -(-int(self.offsets[-1]) // _TASK_DOCUMENTS))
+        n_tasks = max(1, min(n_parts, wanted))
         n_words = -(-bits // 64)
         split = [
             client.submit(

@@ -6,10 +6,12 @@ each *unit* (same code and same features: duplicates of each other) by its lowes
 single-machine verification does. Then, for a Hamming radius ``r``, the bits are cut into
 ``r + 1`` disjoint blocks (`pigeonhole_blocks`): two codes within ``r`` bits agree exactly on at
 least one block. Table ``t`` routes every distinct code, as (row, code) only, by its key on block
-``t``, so each bucket lands whole in one task; a task compares the codes of each of its buckets
-(all pairs of a small bucket, the single-machine MIH join for a bucket over `BUCKET_CAP`) and
-keeps a pair only if no earlier table's keys agree: every pair comes from exactly one table,
-with no global deduplication.
+``t``, so each bucket lands whole in one task. A task joins its buckets by multi-index hashing
+with threshold 0, as the single-machine MIH join does with pigeonhole blocks: ``r + 1`` disjoint
+sub-blocks of the other bits (`sub_blocks`) split each bucket, pairs sharing a sub-block key are
+compared, and a pair is kept from the first sub-block and the first table on which it agrees,
+so every pair comes from exactly one table, with no global deduplication, and a bucket of any
+size (real codes crowd some keys) costs about its sub-buckets' pairs.
 """
 
 from __future__ import annotations
@@ -32,8 +34,8 @@ __all__ = [
     "table_pieces",
 ]
 
-BUCKET_CAP = 512  # codes of a bucket compared all against all; larger ones go to mih.join_pairs
 MAX_KEY_BITS = 32  # widest key (a wider block is cut to its first 32 bits: still exact)
+BUCKET_CAP = 2048  # larger buckets go to the single-machine MIH join, one at a time
 _CHUNK_PAIRS = 1 << 22  # pairs of small buckets compared at a time
 
 
@@ -227,11 +229,8 @@ def join_table(
     words = np.concatenate([np.zeros((0, n_words), np.uint64), *(p[1] for p in pieces)])
     lo, width = blocks[table]
     keys = block_keys(words, lo, width)
-    order = np.lexsort((rows, keys))
-    rows, words, keys = rows[order], words[order], keys[order]
-    starts = np.flatnonzero(np.append(True, keys[1:] != keys[:-1])) if keys.size else keys
-    sizes = np.diff(np.append(starts, keys.size)).astype(np.int64)
-    left, right = _bucket_pairs(words, starts, sizes, bits, radius)
+    pairs = _join_buckets(words, keys, bits, radius, sub_blocks(bits, radius, lo, width))
+    left, right = pairs[:, 0], pairs[:, 1]
     earlier = np.zeros(left.size, dtype=bool)
     for lo_, width_ in blocks[:table]:
         k = block_keys(words, lo_, width_)
@@ -243,32 +242,109 @@ def join_table(
     return _expand_units(a, b, code_units)
 
 
+def sub_blocks(bits: int, radius: int, lo: int, width: int) -> tuple[tuple[int, int], ...]:
+    """Blocks that split one table's buckets: ``radius + 1`` disjoint blocks outside its own.
+
+    Every code of a bucket has the same bits ``lo .. lo + width - 1``, so two of them within
+    ``radius`` bits agree exactly on one of ``radius + 1`` disjoint blocks of the other bits
+    (pigeonhole again: multi-index hashing with threshold 0 inside each bucket). When the other
+    bits are too few, one block of width 0: every pair of the bucket is compared.
+
+    Parameters
+    ----------
+    bits, radius : int
+        Code length and Hamming radius.
+    lo, width : int
+        The table's block.
+
+    Returns
+    -------
+    tuple of (int, int)
+        ``(lo, width)`` of each block, at most `MAX_KEY_BITS` wide.
+
+    Examples
+    --------
+    >>> sub_blocks(128, 3, 0, 32)
+    ((32, 24), (56, 24), (80, 24), (104, 24))
+    >>> sub_blocks(128, 2, 48, 16)
+    ((0, 32), (64, 32), (96, 32))
+    >>> sub_blocks(16, 9, 0, 8)
+    ((0, 0),)
+    """
+    m = radius + 1
+    segments = [(0, lo), (lo + width, bits - lo - width)]
+    free = lo + segments[1][1]
+    if free < m:
+        return ((0, 0),)
+    # blocks in each segment in proportion to its bits, each block at least one bit wide
+    first = min(max(round(m * lo / free), m - segments[1][1]), lo)
+    blocks = []
+    for (start, length), count in zip(segments, (first, m - first), strict=True):
+        for i in range(count):
+            w = length // count + (i < length % count)
+            blocks.append((start, min(w, MAX_KEY_BITS)))
+            start += w
+    return tuple(blocks)
+
+
+def _join_buckets(
+    words: np.ndarray, keys: np.ndarray, bits: int, radius: int, blocks: tuple[tuple[int, int], ...]
+) -> np.ndarray:
+    """Every pair of codes within the radius that share a bucket, each once (indices).
+
+    Buckets of up to `BUCKET_CAP` codes are split by sub-blocks, all at once; each larger one
+    (real codes crowd some keys: tens of thousands of codes) goes to the single-machine MIH
+    join, whose planner measures the bucket's codes and probes wider blocks.
+    """
+    unique, inverse, counts = np.unique(keys, return_inverse=True, return_counts=True)
+    crowded = counts[inverse] > BUCKET_CAP
+    found = []
+    small = np.flatnonzero(~crowded & (counts[inverse] > 1))
+    pairs = _bucket_pairs(words[small], keys[small], radius, blocks)
+    found.append(small[pairs])
+    big = np.flatnonzero(crowded)
+    big = big[np.argsort(keys[big], kind="stable")]
+    bounds = np.flatnonzero(np.diff(keys[big])) + 1
+    for members in np.split(big, bounds):
+        if members.size:
+            pairs = mih.join_pairs(np.ascontiguousarray(words[members]), bits, radius)
+            found.append(members[pairs])
+    del unique
+    return np.concatenate([np.zeros((0, 2), np.int64), *found]).astype(np.int64)
+
+
 def _bucket_pairs(
-    words: np.ndarray, starts: np.ndarray, sizes: np.ndarray, bits: int, radius: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """Every pair of codes within the radius that share a bucket (indices into `words`)."""
-    lefts, rights = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
-    big = np.flatnonzero(sizes > BUCKET_CAP)
-    for s in big.tolist():
-        lo = int(starts[s])
-        found = mih.join_pairs(words[lo : lo + int(sizes[s])], bits, radius)
-        lefts.append(found[:, 0] + lo)
-        rights.append(found[:, 1] + lo)
-    small = np.flatnonzero((sizes > 1) & (sizes <= BUCKET_CAP))
-    pairs_of = sizes[small] * (sizes[small] - 1) // 2
-    cuts = np.searchsorted(
-        np.cumsum(pairs_of), np.arange(_CHUNK_PAIRS, pairs_of.sum(), _CHUNK_PAIRS)
-    )
-    for chunk in np.split(small, cuts):
-        if not chunk.size:
-            continue
-        members = _segments.ranges(starts[chunk], sizes[chunk])
-        pairs = _segments.pairs_within(members, sizes[chunk]).reshape(-1, 2)
-        distance = np.bitwise_count(words[pairs[:, 0]] ^ words[pairs[:, 1]]).sum(axis=1)
-        near = pairs[distance <= radius]
-        lefts.append(near[:, 0])
-        rights.append(near[:, 1])
-    return np.concatenate(lefts).astype(np.int64), np.concatenate(rights).astype(np.int64)
+    words: np.ndarray, keys: np.ndarray, radius: int, blocks: tuple[tuple[int, int], ...]
+) -> np.ndarray:
+    """Every pair of codes within the radius that share a bucket, each once (indices).
+
+    Pairs of a bucket that agree on a sub-block are compared, and kept from the first
+    sub-block on which they agree.
+    """
+    found = [np.zeros((0, 2), np.int64)]
+    sub_keys = [block_keys(words, lo, width) for lo, width in blocks]
+    for i, sub in enumerate(sub_keys):
+        order = np.lexsort((sub, keys))
+        new = np.ones(order.size, dtype=bool)
+        new[1:] = (keys[order][1:] != keys[order][:-1]) | (sub[order][1:] != sub[order][:-1])
+        starts = np.flatnonzero(new)
+        sizes = np.diff(np.append(starts, order.size))
+        shared = np.flatnonzero(sizes > 1)
+        pairs_of = sizes[shared] * (sizes[shared] - 1) // 2
+        cuts = np.searchsorted(
+            np.cumsum(pairs_of), np.arange(_CHUNK_PAIRS, pairs_of.sum(), _CHUNK_PAIRS)
+        )
+        for chunk in np.split(shared, cuts):
+            if not chunk.size:
+                continue
+            members = order[_segments.ranges(starts[chunk], sizes[chunk])]
+            pairs = _segments.pairs_within(members, sizes[chunk]).reshape(-1, 2)
+            left, right = pairs[:, 0], pairs[:, 1]
+            keep = np.bitwise_count(words[left] ^ words[right]).sum(axis=1) <= radius
+            for earlier in sub_keys[:i]:
+                keep &= earlier[left] != earlier[right]
+            found.append(pairs[keep])
+    return np.concatenate(found).astype(np.int64)
 
 
 def _lexicographic_less(a: np.ndarray, b: np.ndarray) -> np.ndarray:
