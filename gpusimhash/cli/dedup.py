@@ -147,6 +147,16 @@ def add_dedup_command(commands: Any) -> None:
         help="write every record to annotated.<fmt> with cluster, duplicate_of and similarity "
         "fields instead of dropping the removed ones",
     )
+    index = dedup.add_argument_group("against a saved index")
+    index.add_argument(
+        "--against",
+        metavar="DIR",
+        help="an index folder (gpusimhash index build): also remove the clusters whose kept "
+        "document it holds within the threshold (by fingerprint); fingerprints use its settings",
+    )
+    index.add_argument(
+        "--add-kept", action="store_true", help="add the documents kept to the --against index"
+    )
     add_cluster_options(dedup)
     options.common(dedup)
     dedup.set_defaults(handler=run_dedup)
@@ -178,6 +188,10 @@ def run_dedup(args: argparse.Namespace) -> int:
         raise options.UsageError(
             "with --no-verify, give one of --max-distance, --min-cosine and --min-jaccard"
         )
+    if args.add_kept and args.against is None:
+        raise options.UsageError("--add-kept needs --against DIR")
+    if args.annotate and args.against is not None:
+        raise options.UsageError("--annotate does not show matches against an index yet")
     out = options.prepare_folder(args.out)
     if not args.overwrite and any(out.iterdir()):
         raise options.UserError(
@@ -187,6 +201,11 @@ def run_dedup(args: argparse.Namespace) -> int:
     settings = FingerprintSettings(
         bits=args.bits, seed=args.seed, featurizer=options.featurizer_from(args)
     )
+    if args.against is not None:  # fingerprint as the index does
+        from gpusimhash.dedup.against import fingerprint_settings
+        from gpusimhash.search.index import SimHashIndex
+
+        settings = fingerprint_settings(SimHashIndex.load(args.against))
     dedup_options = DedupOptions(
         format=input_format,
         text_field=args.text_field,
@@ -209,6 +228,8 @@ def run_dedup(args: argparse.Namespace) -> int:
         report=not args.no_report,
         annotate=args.annotate,
         skip_invalid=args.skip_invalid,
+        against=args.against,
+        add_kept=args.add_kept,
     )
     if uses_cluster(args):
         from gpusimhash.cli.distributed import print_summary, run_distributed
@@ -260,6 +281,6 @@ def _earlier_output(name: str) -> bool:
     from gpusimhash.dedup.report import PLOTS
 
     stem, _, suffix = name.partition(".")
-    outputs = stem in ("kept", "annotated", "duplicates") and suffix in OUTPUT_FORMATS
+    outputs = stem in ("kept", "annotated", "duplicates", "in_index") and suffix in OUTPUT_FORMATS
     temporary = name.startswith(".") and name.endswith(".tmp")  # of an older version's writes
     return outputs or temporary or name in ("summary.json", "report.md", *PLOTS.values())

@@ -51,7 +51,7 @@ def run_distributed(
     ------
     UsageError
         An option the distributed dedup does not support (``--truth-field``, ``--recall``,
-        ``--annotate``).
+        ``--annotate``, ``--against``).
     UserError
         No input, or a scheduler that cannot be reached.
     """
@@ -64,6 +64,7 @@ def run_distributed(
         ("--truth-field", args.truth_field),
         ("--recall", args.recall),
         ("--annotate", args.annotate or None),
+        ("--against", args.against),
     )
     for flag, value in unsupported:
         if value is not None:

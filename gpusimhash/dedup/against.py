@@ -1,9 +1,12 @@
 """Deduplicate a new batch against a saved index: ``gpusimhash dedup new.jsonl --against DIR``.
 
 A `SimHashIndex` keeps codes, not texts, so a new document is matched against the indexed ones
-by its fingerprint: it matches when an indexed code lies within `index_radius` (the estimated
-cosine of the threshold; dedup's exact verification needs both documents' features, which the
-index does not hold). The new batch is first deduplicated within itself as usual; then every
+by its fingerprint only, as dedup's ``--no-verify`` does: it matches when an indexed code lies
+within `index_radius` (the estimated cosine of the threshold; dedup's exact verification needs
+both documents' features, which the index does not hold). Short texts give noisy codes: at
+128 bits, "a quiet library in the north of the city lends tools and books" lies 25 bits from
+"the river flooded the old mill after three days of heavy rain in the valley" (true cosine
+0.45; radius 26 for 0.8), at 256 bits 67 bits away (radius 52). Index at 256 bits or more. The new batch is first deduplicated within itself as usual; then every
 cluster whose kept document matches an indexed entry is removed whole, its members being
 near-duplicates of that kept document. The documents still kept can be added to the index
 (`add_kept`), which is how a corpus grows batch by batch without repeats.

@@ -45,6 +45,7 @@ from gpusimhash._choices import OUTPUT_FORMATS, POLICIES
 from gpusimhash._reprs import short_repr
 from gpusimhash.codes import hamming
 from gpusimhash.dedup import report
+from gpusimhash.dedup.against import Against
 from gpusimhash.dedup.verification import (
     CLUSTERINGS,
     Clustering,
@@ -147,12 +148,20 @@ class DedupOptions:
         Write every record, none dropped, to ``annotated.<fmt>`` instead of ``kept.<fmt>``, with
         ``cluster`` (its number in the duplicates file, null alone), ``duplicate_of`` (the id of
         the document kept for it, null when kept) and ``similarity`` (to that document).
+    against : str or Path, optional
+        A saved `SimHashIndex` folder: clusters whose kept document it already holds (within
+        the threshold's estimated-cosine radius, `gpusimhash.dedup.against`) are removed and
+        listed in ``in_index.<fmt>``. The settings must be the index's.
+    add_kept : bool
+        Add the documents kept to the ``against`` index (their ids, or consecutive int64 ids
+        without an id field).
 
     Raises
     ------
     ValueError
         An unknown keep policy, clustering or output format, ``keep="score"`` without a score
-        field, or a contradictory or out-of-range threshold.
+        field, or a contradictory or out-of-range threshold; ``add_kept`` without ``against``;
+        ``annotate`` with ``against``.
     """
 
     format: str | None = None
@@ -177,6 +186,8 @@ class DedupOptions:
     report: bool = False
     skip_invalid: bool = False
     annotate: bool = False
+    against: str | Path | None = None
+    add_kept: bool = False
 
     def __post_init__(self) -> None:
         """Check the options."""
@@ -193,6 +204,10 @@ class DedupOptions:
             raise ValueError(
                 f"cluster must be one of {', '.join(CLUSTERINGS)}, got {self.cluster!r}"
             )
+        if self.add_kept and self.against is None:
+            raise ValueError("add_kept needs an index to add to (against)")
+        if self.annotate and self.against is not None:
+            raise ValueError("annotate does not show matches against an index yet: not both")
         self.threshold(8)  # checks the threshold options (the radius depends on the bits)
 
     def threshold(self, bits: int) -> Threshold:
@@ -515,6 +530,7 @@ def run(
     source, out_dir = _Source.of(path, options), Path(out_dir)
     states = source.states()  # read more than once: no pipe, checked after the last read
     limit = options.threshold(settings.bits)
+    checked = None if options.against is None else Against.open(options.against, settings)
     device = resolve_device(options.device)
     out_dir.mkdir(parents=True, exist_ok=True)
     timer = StageTimer(progress)
@@ -556,6 +572,16 @@ def run(
             )
     with timer.stage("cluster"):
         clusters = _clusters(clustering)
+        if checked is not None:  # clusters whose kept document is indexed already go
+            kept = checked.remove_indexed(
+                first.codes,
+                clusters.labels,
+                clusters.kept,
+                clusters.kept_rows,
+                limit.measure,
+                limit.value,
+            )
+            clusters = dataclasses.replace(clusters, kept=kept)
     sample = None
     if options.report:
         near = clustering.kept_pairs(limit.radius) if limit.verify else _sampled(graph)
@@ -566,6 +592,16 @@ def run(
     with timer.stage("write", total=n) as bar:
         ids, texts = _write_kept(source, out_dir, clusters, wanted, files, bar)
         cluster = _write_duplicates(out_dir, options.output_format, clusters, ids, first, files)
+        if checked is not None:
+            name, what = checked.write(out_dir, options.output_format, ids)
+            files[name] = what
+    if checked is not None and options.add_kept:
+        every_id = (
+            None
+            if source.id_field is None
+            else [i for batch in source.batches(records=False) for i in batch.ids]
+        )
+        checked.add(first.codes, clusters.kept, every_id)
     source.check(states)
 
     n_candidates = graph.document_pairs()
@@ -574,6 +610,8 @@ def run(
     else:
         n_pairs = None if found is None else _count_pairs(found.as_groups(limit.radius))
     summary = _summary(source, settings, options, device, limit, graph, first, clusters)
+    if checked is not None:
+        summary["results"].update(checked.summary())
     summary["settings"]["estimated_candidate_pairs"] = round(estimate)
     summary["results"].update(
         {
