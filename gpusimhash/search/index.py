@@ -229,6 +229,18 @@ class SearchResult(NamedTuple):
         string ids.
     estimated_cosines : ndarray, shape (n_queries, k), dtype float64
         ``cos(pi * distance / bits)``; NaN where there is no result.
+
+    Examples
+    --------
+    >>> index = SimHashIndex(bits=64)
+    >>> _ = index.add(["a b c", "a b c d", "x y z"], ids=[7, 8, 9])
+    >>> result = index.search(["a b c"], k=5)
+    >>> result
+    SearchResult(n_queries=1, k=5, first=[7, 8, 9])
+    >>> result.query(0).ids.tolist()
+    [7, 8, 9]
+    >>> result.to_pandas()[["query", "id"]].values.tolist()
+    [[0, 7], [0, 8], [0, 9]]
     """
 
     distances: np.ndarray
@@ -301,6 +313,16 @@ class RangeResult(NamedTuple):
         User ids (int64, or objects for an index with string ids).
     estimated_cosines : ndarray, shape (lims[-1],), dtype float64
         ``cos(pi * distance / bits)``.
+
+    Examples
+    --------
+    >>> index = SimHashIndex(bits=64)
+    >>> _ = index.add(["a b c", "a b c", "x y z"], ids=["p", "q", "r"])
+    >>> within = index.range_search(["a b c", "nothing alike"], max_distance=0)
+    >>> within
+    RangeResult(n_queries=2, results=2, first=['p', 'q'])
+    >>> within.query(0).ids.tolist(), within.query(1).ids.tolist()
+    (['p', 'q'], [])
     """
 
     lims: np.ndarray
