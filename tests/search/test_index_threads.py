@@ -193,3 +193,41 @@ def test_loads_during_saves_see_the_old_or_the_new_index(tmp_path):
     assert errors == []
     assert sizes
     assert set(sizes) <= set(range(5000, 6501, 100))
+
+
+def test_string_ids_under_concurrent_searches_and_changes():
+    from gpusimhash import hamming
+
+    rng = np.random.default_rng(5)
+    codes = rng.integers(0, 256, (4_000, 8), dtype=np.uint8)
+    index = SimHashIndex(64, kind="multihash")
+    index.add(codes[:2_000], ids=[f"k{n}" for n in range(2_000)])
+    stop = threading.Event()
+    wrong, searches = [], []
+
+    def search():
+        while not stop.is_set():
+            found = index.search(codes[:300], k=3)
+            keys, distances = found.ids.ravel(), found.distances.ravel()
+            rows = np.array([-1 if k is None else int(k[1:]) for k in keys])
+            queries = np.repeat(np.arange(300), 3)
+            got = rows >= 0
+            # a key names the row whose code lies at the distance reported: ids map right
+            real = hamming(codes[rows[got]], codes[queries[got]])
+            if not np.array_equal(real, distances[got]):
+                wrong.append(1)
+            searches.append(1)
+
+    threads = [threading.Thread(target=search) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for start in range(2_000, 4_000, 100):
+        index.add(codes[start : start + 100], ids=[f"k{n}" for n in range(start, start + 100)])
+        index.remove([f"k{n}" for n in range(start - 2_000, start - 1_900)])
+        index.search(codes[:1], k=1)  # let the searching threads in between changes
+    stop.set()
+    for thread in threads:
+        thread.join()
+    assert wrong == []
+    assert len(searches) >= 4
+    assert index.ids().tolist() == [f"k{n}" for n in range(2_000, 4_000)]
