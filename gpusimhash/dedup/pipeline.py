@@ -40,7 +40,7 @@ from typing import Any, cast
 import numpy as np
 from tqdm import tqdm
 
-from gpusimhash import _compile_time
+from gpusimhash import _compile_time, _progress
 from gpusimhash._choices import OUTPUT_FORMATS, POLICIES
 from gpusimhash._reprs import short_repr
 from gpusimhash.codes import hamming
@@ -288,7 +288,7 @@ class StageTimer:
             bar.total = total
         start = time.perf_counter()
         try:
-            with bar:
+            with bar, _progress.reporting(bar):  # loops deep in the stage report to its bar
                 yield bar
         finally:
             self.seconds[name] = time.perf_counter() - start
@@ -543,7 +543,7 @@ def run(
         with timer.stage("fingerprint") as bar:
             first = _fingerprint_pass(source, settings, device, bar, spill, limit)
         n = first.codes.shape[0]
-        with timer.stage("join", unit="code"):
+        with timer.stage("join", unit="part"):
             has_features = first.feature_counts > 0
             estimate = check_budget(
                 first.codes[has_features],
