@@ -1,6 +1,7 @@
 """Search results: short reprs, one query at a time, pandas frames, the same names as the CLI."""
 
 import inspect
+import sys
 
 import numpy as np
 import pytest
@@ -71,3 +72,10 @@ def test_the_index_and_the_command_line_share_the_default_bits():
     default = inspect.signature(SimHashIndex).parameters["bits"].default
     assert default == options.DEFAULT_BITS == 128
     assert SimHashIndex().bits == 128
+
+
+def test_to_pandas_without_pandas_says_what_to_install(index, monkeypatch):
+    built, codes = index
+    monkeypatch.setitem(sys.modules, "pandas", None)  # import pandas raises ImportError
+    with pytest.raises(ImportError, match="to_pandas needs pandas: pip install pandas"):
+        built.search(codes[:1], k=1).to_pandas()
