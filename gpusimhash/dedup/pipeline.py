@@ -642,7 +642,7 @@ def run(
         with timer.stage("report", unit="pair"):
             files["report.md"] = "the report, with plots (PNG)"
             _finish_summary(summary, timer, start, n)
-            data = report.sampled_cosines(sample, texts, first.codes, settings.featurizer)
+            data = report.sampled_cosines(sample, texts, first.codes, settings.featurizer, ids)
             report.write_report(
                 out_dir, summary, **data, cluster_sizes=clusters.sizes[clusters.sizes > 1]
             )

@@ -229,6 +229,7 @@ def sampled_cosines(
     texts: dict[int, str],
     codes: np.ndarray,
     featurizer: TextFeaturizer,
+    ids: dict[int, Any] | None = None,
 ) -> dict[str, Any]:
     """Estimated and true cosines of the sampled pairs, and the examples' texts.
 
@@ -242,6 +243,8 @@ def sampled_cosines(
         Every document's code.
     featurizer : TextFeaturizer
         The featurizer of the codes.
+    ids : dict of int to id, optional
+        The ids of the examples' rows (the report shows them next to the rows).
 
     Returns
     -------
@@ -256,6 +259,8 @@ def sampled_cosines(
             **example,
             "kept_text": texts[example["kept"]],
             "member_texts": [texts[r] for r in example["members"]],
+            "kept_id": (ids or {}).get(example["kept"], example["kept"]),
+            "member_ids": [(ids or {}).get(r, r) for r in example["members"]],
         }
         for example in sample["examples"]
     ]
@@ -316,14 +321,23 @@ def _examples_section(examples: list[dict[str, Any]], threshold: float | None) -
         "",
     ]
     for number, example in enumerate(examples, start=1):
+        kept, kept_id = example["kept"], example.get("kept_id", example["kept"])
+        member_ids = example.get("member_ids", example["members"])
+        # ids where they are not the rows (an id field): the column that joins kept.<fmt>
+        named = kept_id != kept or member_ids != example["members"]
+        who = f"{excerpt(str(kept_id), 60)} (row {kept})" if named else f"row {kept}"
         lines += [
-            f"### {number}. {example['size']:,} documents, row {example['kept']} kept",
+            f"### {number}. {example['size']:,} documents, {who} kept",
             "",
-            "| row | similarity | distance | text |",
-            "|---|---|---|---|",
-            f"| {example['kept']} (kept) | | | {excerpt(example['kept_text'])} |",
+            "| id | row | similarity | distance | text |"
+            if named
+            else "| row | similarity | distance | text |",
+            "|---|---|---|---|---|" if named else "|---|---|---|---|",
+            (f"| {excerpt(str(kept_id), 60)} " if named else "")
+            + f"| {kept} (kept) | | | {excerpt(example['kept_text'])} |",
         ]
-        for row, similarity, distance, text in zip(
+        for identifier, row, similarity, distance, text in zip(
+            member_ids,
             example["members"],
             example["similarities"],
             example["distances"],
@@ -333,7 +347,8 @@ def _examples_section(examples: list[dict[str, Any]], threshold: float | None) -
             shown = "n/a" if np.isnan(similarity) else f"{similarity:.3f}"
             if threshold is not None and not np.isnan(similarity) and similarity < threshold:
                 shown += " ⚠"
-            lines.append(f"| {row} | {shown} | {distance} | {excerpt(text)} |")
+            first = f"| {excerpt(str(identifier), 60)} " if named else ""
+            lines.append(f"{first}| {row} | {shown} | {distance} | {excerpt(text)} |")
         lines.append("")
     return lines
 

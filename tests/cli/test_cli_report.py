@@ -35,3 +35,24 @@ def test_the_report_shows_the_largest_clusters_and_the_threshold(tmp_path):
     assert "### 2. 2 documents, row 3 kept" in report
     assert re.search(r"Neighbours of 6 sampled documents up to distance \d+", report)
     assert "(log-log)" in report
+
+
+def test_the_report_names_documents_by_their_ids(tmp_path):
+    path = tmp_path / "docs.jsonl"
+    path.write_text(
+        "".join(json.dumps({"id": f"doc-{n}", "text": t}) + "\n" for n, t in enumerate(EDITS))
+    )
+    out = tmp_path / "out"
+    done = subprocess.run(
+        [sys.executable, "-m", "gpusimhash", "dedup", str(path), "--out", str(out), "-q"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    report = (out / "report.md").read_text(encoding="utf-8")
+    assert "### 1. 3 documents, doc-0 (row 0) kept" in report
+    assert "| id | row | similarity | distance | text |" in report
+    assert f"| doc-0 | 0 (kept) | | | {ORIGINAL} |" in report
+    assert re.search(r"\| doc-[12] \| [12] \| 0\.\d{3} \| \d+ \| the river flooded", report)
