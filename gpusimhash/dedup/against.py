@@ -6,7 +6,10 @@ within `index_radius` (the estimated cosine of the threshold; dedup's exact veri
 both documents' features, which the index does not hold). Short texts give noisy codes: at
 128 bits, "a quiet library in the north of the city lends tools and books" lies 25 bits from
 "the river flooded the old mill after three days of heavy rain in the valley" (true cosine
-0.45; radius 26 for 0.8), at 256 bits 67 bits away (radius 52). Index at 256 bits or more. The new batch is first deduplicated within itself as usual; then every
+0.45; radius 26 for 0.8), at 256 bits 67 bits away (radius 52). Index at 256 bits or more.
+Each kept code is searched in the index (FAISS: exhaustive for kinds flat and multihash at
+dedup's radii), so the cost grows with the batch's clusters times the index's entries. With an
+id field, the ids of the removed documents take one more read of the input. The new batch is first deduplicated within itself as usual; then every
 cluster whose kept document matches an indexed entry is removed whole, its members being
 near-duplicates of that kept document. The documents still kept can be added to the index
 (`add_kept`), which is how a corpus grows batch by batch without repeats.
@@ -20,7 +23,7 @@ with ``add_kept``, `Against.add` once the kept documents are written.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -311,13 +314,13 @@ class Against:
             "clusters_matching_index": int(matched.sum()),
         }
 
-    def records(self, ids: dict[int, Any]) -> list[dict[str, Any]]:
-        """One record per removed cluster: the indexed id it matched, its distance and rows.
+    def records(self, ids: Sequence[Any] | None) -> list[dict[str, Any]]:
+        """Return one record per removed cluster: the indexed id it matched, distance, members.
 
         Parameters
         ----------
-        ids : dict of int to id
-            The id of every row that is known (rows are given where an id is not).
+        ids : sequence, optional
+            Every document's id, in row order (None: the rows are the ids).
         """
         if self.matches is None or self._labels is None or self._kept_rows is None:
             return []
@@ -325,6 +328,7 @@ class Against:
         sizes = np.bincount(self._labels, minlength=self.matches.matched.size)
         starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
         out = []
+        named = (lambda row: row) if ids is None else ids.__getitem__
         for label in np.flatnonzero(self.matches.matched).tolist():
             rows = order[starts[label] : starts[label] + sizes[label]].tolist()
             kept = int(self._kept_rows[label])
@@ -332,14 +336,15 @@ class Against:
                 {
                     "index_id": _plain(self.matches.ids[label]),
                     "distance": int(self.matches.distances[label]),
+                    "kept_id": _plain(named(kept)),
                     "kept_row": kept,
-                    "kept_id": _plain(ids.get(kept, kept)),
+                    "ids": [_plain(named(row)) for row in rows],
                     "rows": rows,
                 }
             )
         return out
 
-    def write(self, folder: Path, output_format: str, ids: dict[int, Any]) -> tuple[str, str]:
+    def write(self, folder: Path, output_format: str, ids: Sequence[Any] | None) -> tuple[str, str]:
         """Write `records` to ``in_index.<output_format>`` in ``folder``.
 
         Parameters
@@ -348,7 +353,7 @@ class Against:
             The run's output folder.
         output_format : {"jsonl", "parquet"}
             As the run's other outputs.
-        ids : dict of int to id
+        ids : sequence, optional
             As `records`.
 
         Returns
@@ -364,7 +369,7 @@ class Against:
             writer.write(records)
         return path.name, (
             f"{len(records):,} clusters removed as already in the index {self.folder}: the "
-            "indexed id each matched, its Hamming distance, the kept row and every row"
+            "indexed id each matched, its Hamming distance, the kept document and every member"
         )
 
     def add(self, codes: np.ndarray, kept: np.ndarray, ids: Iterable[Any] | None) -> int:

@@ -592,16 +592,16 @@ def run(
     with timer.stage("write", total=n) as bar:
         ids, texts = _write_kept(source, out_dir, clusters, wanted, files, bar)
         cluster = _write_duplicates(out_dir, options.output_format, clusters, ids, first, files)
-        if checked is not None:
-            name, what = checked.write(out_dir, options.output_format, ids)
-            files[name] = what
-    if checked is not None and options.add_kept:
+    if checked is not None:  # every id (one more read of the input), or rows as ids
         every_id = (
             None
             if source.id_field is None
             else [i for batch in source.batches(records=False) for i in batch.ids]
         )
-        checked.add(first.codes, clusters.kept, every_id)
+        name, what = checked.write(out_dir, options.output_format, every_id)
+        files[name] = what
+        if options.add_kept:
+            checked.add(first.codes, clusters.kept, every_id)
     source.check(states)
 
     n_candidates = graph.document_pairs()

@@ -17,6 +17,7 @@ NEW = [
     {"url": "n2", "text": "bake the bread at two hundred degrees until the crust turns brown"},
     {"url": "n3", "text": "bake the bread at two hundred degrees until the crust turns brown."},
     {"url": "n4", "text": "a quiet library in the north of the city lends tools and books"},
+    {"url": "n5", "text": OLD[1]},  # indexed already, alone in its cluster
 ]
 
 
@@ -56,10 +57,17 @@ def test_dedup_against_an_index_removes_what_it_holds(setup, tmp_path, capsys):
     assert code == 0, err
     summary = json.loads(stdout)
     assert (summary["settings"]["bits"], summary["settings"]["seed"]) == (256, 7)  # the index's
-    assert (summary["results"]["removed_as_indexed"], summary["results"]["kept"]) == (2, 2)
+    assert (summary["results"]["removed_as_indexed"], summary["results"]["kept"]) == (3, 2)
     assert [r["url"] for r in read_jsonl(out / "kept.jsonl")] == ["n2", "n4"]
-    (matched,) = read_jsonl(out / "in_index.jsonl")
-    assert (matched["index_id"], matched["kept_id"], matched["rows"]) == ("o0", "n0", [0, 1])
+    matched, alone = read_jsonl(out / "in_index.jsonl")
+    assert (matched["index_id"], matched["kept_id"], matched["ids"]) == ("o0", "n0", ["n0", "n1"])
+    assert matched["rows"] == [0, 1]
+    assert (alone["index_id"], alone["kept_id"], alone["ids"], alone["rows"]) == (
+        "o1",
+        "n5",
+        ["n5"],
+        [5],
+    )
     assert SimHashIndex.load(index).ids().tolist() == ["o0", "o1"]  # unchanged without --add-kept
 
 

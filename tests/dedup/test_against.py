@@ -88,11 +88,12 @@ def test_a_run_removes_reports_and_adds(index, tmp_path):
     still = run.remove_indexed(codes, labels, kept, kept_rows, "cosine", 0.8)
     assert still.tolist() == [False, False, True, False]
     assert run.summary() == {"removed_as_indexed": 3, "clusters_matching_index": 2}
-    records = run.records({0: "n-0", 3: "n-3"})
-    assert [(r["index_id"], r["kept_id"], r["rows"]) for r in records] == [
-        ("old-0", "n-0", [0, 1]),
-        ("old-1", "n-3", [3]),
+    records = run.records(["n-0", "n-1", "n-2", "n-3"])
+    assert [(r["index_id"], r["kept_id"], r["ids"], r["rows"]) for r in records] == [
+        ("old-0", "n-0", ["n-0", "n-1"], [0, 1]),
+        ("old-1", "n-3", ["n-3"], [3]),
     ]
+    assert run.records(None)[1]["ids"] == [3]  # no id field: rows are the ids
     assert records[0]["distance"] == 0
     assert run.add(codes, still, ["n-0", "n-1", "n-2", "n-3"]) == 1
     assert SimHashIndex.load(folder).ids().tolist() == ["old-0", "old-1", "n-2"]
@@ -106,11 +107,11 @@ def test_the_removed_clusters_are_written(index, tmp_path):
     run.remove_indexed(
         codes, np.array([0, 0, 1, 2]), np.ones(4, bool), np.array([0, 2, 3]), "cosine", 0.8
     )
-    name, description = run.write(tmp_path, "jsonl", {0: "n-0"})
+    name, description = run.write(tmp_path, "jsonl", None)
     assert name == "in_index.jsonl"
     assert description.startswith("2 clusters removed as already in the index")
     lines = [json.loads(line) for line in (tmp_path / name).read_text().splitlines()]
     assert [(r["index_id"], r["kept_id"], r["rows"]) for r in lines] == [
-        ("old-0", "n-0", [0, 1]),
+        ("old-0", 0, [0, 1]),
         ("old-1", 3, [3]),
     ]
