@@ -76,7 +76,9 @@ def _message(error: BaseException) -> str:
     if isinstance(error, OSError) and error.strerror:
         where = f"{error.filename}: " if error.filename else ""
         return f"{where}{error.strerror}"
-    if isinstance(error, MemoryError):
+    from gpusimhash.search.budget import MemoryRefusal
+
+    if isinstance(error, MemoryError) and not isinstance(error, MemoryRefusal):
         return (
             "out of memory: a threshold that pairs up many documents needs memory for every "
             "pair (try a smaller --max-distance or a higher --min-cosine); --batch-size bounds "

@@ -30,7 +30,13 @@ import numpy as np
 from gpusimhash import _segments
 from gpusimhash._choices import CLUSTERINGS
 from gpusimhash.search._join import DuplicateGroups, check_radius, cosine_radius
-from gpusimhash.search.budget import MAX_CANDIDATE_PAIRS, distinct_codes, estimate_pair_count
+from gpusimhash.search.budget import (
+    MAX_CANDIDATE_PAIRS,
+    MemoryRefusal,
+    available_memory,
+    distinct_codes,
+    estimate_pair_count,
+)
 from gpusimhash.search.clusters import keep_one
 from gpusimhash.search.graph import CodeGraph
 from gpusimhash.search.graph_clusters import graph_components, graph_stars, unit_graph
@@ -54,6 +60,7 @@ __all__ = [
     "FeatureSpill",
     "Threshold",
     "check_budget",
+    "check_memory",
     "cluster_documents",
     "feature_spill",
     "join_with_features",
@@ -219,6 +226,8 @@ class FeatureSpill:
         ------
         ValueError
             Rows not ascending or out of range.
+        MemoryError
+            Before reading, when the result cannot fit in the memory available.
         """
         rows = np.asarray(rows, dtype=np.int64).reshape(-1)
         n = self.n_docs
@@ -231,6 +240,8 @@ class FeatureSpill:
             self._offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         starts = self._offsets[rows]
         sizes = self._offsets[rows + 1] - starts
+        total = int(sizes.sum())
+        check_memory(12 * total + 32 * rows.size, f"the features of {rows.size:,} documents need")
         offsets = np.zeros(rows.size + 1, dtype=np.int64)
         np.cumsum(sizes, out=offsets[1:])
         ones = np.ones(rows.size, dtype=np.int64)
@@ -325,6 +336,8 @@ def check_budget(
     ------
     ValueError
         Over budget without `force`: one line naming the estimate, the radius and the ways out.
+    MemoryError
+        The estimated pairs' adjacency cannot fit in the memory available (even with `force`).
 
     Examples
     --------
@@ -337,14 +350,45 @@ def check_budget(
     ...
     ValueError: about 4,498,500 candidate pairs at Hamming radius 64 of 64 bits, over the budget of 1,000: raise the threshold, lower the candidate recall or pass --force (force=True)
     """
-    estimate = estimate_pair_count(distinct_codes(codes), radius, seed=seed)
+    distinct = distinct_codes(codes)
+    estimate = estimate_pair_count(distinct, radius, seed=seed)
+    where = f"about {estimate:,.0f} candidate pairs at Hamming radius {radius} of {codes.shape[1] * 8} bits"
     if estimate > budget and not force:
         raise ValueError(
-            f"about {estimate:,.0f} candidate pairs at Hamming radius {radius} of "
-            f"{codes.shape[1] * 8} bits, over the budget of {budget:,}: raise the threshold, "
+            f"{where}, over the budget of {budget:,}: raise the threshold, "
             "lower the candidate recall or pass --force (force=True)"
         )
+    # the adjacency: 8 bytes per pair, 16 per distinct code (row start, degree while built)
+    check_memory(8 * estimate + 16 * distinct.shape[0], f"{where} need")
     return estimate
+
+
+def check_memory(nbytes: float, what: str) -> None:
+    """Refuse, before allocating, what the system's available memory cannot hold.
+
+    Parameters
+    ----------
+    nbytes : float
+        Bytes about to be allocated.
+    what : str
+        What needs them, for the message (``"... need"``).
+
+    Raises
+    ------
+    MemoryRefusal
+        A `MemoryError` with a message naming `what`, over
+        `gpusimhash.search.budget.available_memory` (no check where that is unknown).
+
+    Examples
+    --------
+    >>> check_memory(1000, "a small array needs")
+    """
+    available = available_memory()
+    if available is not None and nbytes > available:
+        raise MemoryRefusal(
+            f"{what} about {nbytes / 1e6:,.0f} MB, more than the {available / 1e6:,.0f} MB of "
+            "memory available"
+        )
 
 
 def join_with_features(

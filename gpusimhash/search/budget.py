@@ -1,27 +1,37 @@
 """Guard rail: how many pairs a Hamming radius will produce, estimated before the join.
 
-A join holds every pair it finds (about 40 bytes each at its peak), so a threshold that pairs up
-most of a corpus exhausts memory long before it finishes. `estimate_pair_count` compares all
-pairs of a random sample of codes and scales the count, in well under a second for any corpus,
-so a caller can refuse a threshold before the join runs.
+A join holds every pair of distinct codes it finds (8 bytes each in the adjacency of
+`gpusimhash.search.graph`), and clustering walks them all, so a threshold that pairs up most of
+a corpus exhausts memory long before it finishes. `estimate_pair_count` range-searches a random
+sample of codes against all of them and scales their degrees, in about a second for a million
+codes, so a caller can refuse a threshold before the join runs. `available_memory` reads what
+the system can still give, so a caller can also refuse an allocation that cannot fit.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import faiss
 import numpy as np
 
 from gpusimhash import _validate
-from gpusimhash.codes import code_words, hamming_matrix
+from gpusimhash.codes import code_words
 
-__all__ = ["DEFAULT_SAMPLE_SIZE", "MAX_CANDIDATE_PAIRS", "distinct_codes", "estimate_pair_count"]
+__all__ = [
+    "DEFAULT_SAMPLE_SIZE",
+    "MAX_CANDIDATE_PAIRS",
+    "MemoryRefusal",
+    "available_memory",
+    "distinct_codes",
+    "estimate_pair_count",
+]
 
-DEFAULT_SAMPLE_SIZE = 4096
-# pairs of distinct codes a join may produce before dedup refuses (about 4 GB at the join's peak)
+DEFAULT_SAMPLE_SIZE = 2048
+# pairs of distinct codes a join may produce before dedup refuses (800 MB of adjacency)
 MAX_CANDIDATE_PAIRS = 100_000_000
-# comparisons per block of the sample's distance matrix
-_BLOCK = 1 << 22
+# sampled codes range-searched at a time
+_QUERIES = 256
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
 
@@ -65,18 +75,22 @@ def distinct_codes(codes: Any) -> np.ndarray:
 def estimate_pair_count(
     codes: Any, max_distance: int, *, sample_size: int = DEFAULT_SAMPLE_SIZE, seed: int = 0
 ) -> float:
-    """Estimate how many pairs of codes lie within a Hamming radius, from a random sample.
+    """Estimate how many pairs of codes lie within a Hamming radius, from sampled degrees.
 
-    All pairs of ``s = min(n, sample_size)`` codes drawn without replacement are compared, and
-    the count within the radius is scaled by ``n (n - 1) / (s (s - 1))``: an unbiased estimate,
-    exact when ``n <= sample_size``. The large counts a guard rail must catch are seen many times
-    by the sample; a count the sample misses entirely is most likely below ``3 n**2 / s**2``
-    (about 180,000 pairs for a million codes), harmless.
+    ``s = min(n, sample_size)`` codes drawn without replacement are each range-searched against
+    all ``n`` codes (FAISS's exhaustive binary search), giving their degrees ``d_i`` (other
+    codes within the radius); the estimate is ``n / s * sum(d_i) / 2``: unbiased, and exact
+    when ``n <= sample_size``. Every code of a dense cluster of ``k`` is seen with probability
+    ``s / n`` and brings all its ``k - 1`` links, so clustered codes are estimated far better
+    than by counting the pairs inside a sample (which needs both ends of a pair sampled, and
+    misses a cluster of ``k`` codes unless ``k s / n`` is well above 1). The cost is ``s * n``
+    comparisons, a second or so for a million codes.
 
     Parameters
     ----------
     codes : ndarray, shape (n, bits // 8), dtype uint8
-        Packed fingerprints (`distinct_codes` first, to count what a join produces).
+        Packed fingerprints (`distinct_codes` first, to count the pairs of distinct codes a
+        join produces).
     max_distance : int
         Hamming radius, ``>= 0``.
     sample_size : int
@@ -110,16 +124,41 @@ def estimate_pair_count(
     sample_size = _validate._integer(sample_size, "sample_size")
     if sample_size < 2:
         raise ValueError(f"sample_size must be >= 2, got {sample_size}")
-    n = codes.shape[0]
+    n, bits = codes.shape[0], codes.shape[1] * 8
     if n < 2:
         return 0.0
+    queries = codes
     if n > sample_size:
         rng = np.random.default_rng(seed)
-        codes = codes[np.sort(rng.choice(n, size=sample_size, replace=False))]
-    s = codes.shape[0]
-    within = 0
-    step = max(1, _BLOCK // s)
-    for start in range(0, s, step):
-        block = hamming_matrix(codes[start : start + step], codes[start:]) <= radius
-        within += int(np.triu(block, k=1).sum())
-    return within * (n * (n - 1)) / (s * (s - 1))
+        queries = codes[np.sort(rng.choice(n, size=sample_size, replace=False))]
+    index = faiss.IndexBinaryFlat(bits)
+    index.add(np.ascontiguousarray(codes))
+    links = 0
+    for lo in range(0, queries.shape[0], _QUERIES):
+        # strict bound: distances below radius + 1; each query also finds itself
+        lims, _, _ = index.range_search(queries[lo : lo + _QUERIES], min(radius, bits) + 1)
+        links += int(lims[-1]) - min(_QUERIES, queries.shape[0] - lo)
+    return n / queries.shape[0] * links / 2
+
+
+class MemoryRefusal(MemoryError):
+    """An allocation refused before it was made: the message says what needs how much."""
+
+
+def available_memory() -> int | None:
+    """Return the bytes the system can still give (``MemAvailable``), or None where unknown.
+
+    Examples
+    --------
+    >>> available = available_memory()
+    >>> available is None or available > 0
+    True
+    """
+    try:
+        with open("/proc/meminfo", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        return None
+    return None

@@ -182,3 +182,28 @@ def test_without_verification_the_measure_reads_a_few_documents_at_a_time(monkey
     np.testing.assert_array_equal(one_by_one.similarity, whole.similarity)
     np.testing.assert_array_equal(one_by_one.kept_for, whole.kept_for)
     assert (~whole.keep).sum() >= 2
+
+
+def test_an_allocation_that_cannot_fit_is_refused_before_it_is_made(monkeypatch):
+    monkeypatch.setattr(verification, "available_memory", lambda: 1000)
+    codes = np.zeros((300, 8), np.uint8)
+    codes[:, 0] = np.arange(300) % 251
+    with pytest.raises(MemoryError, match=r"^about 31,375 candidate pairs .* need about 0 MB"):
+        check_budget(codes, 8, force=True)
+    with feature_spill() as spill:
+        spill.append(DocumentFeatures.from_batch(featurize(["a b c"] * 40)))
+        with pytest.raises(MemoryError, match="the features of 40 documents need about 0 MB"):
+            spill.gather(np.arange(40))
+
+
+def test_the_cli_prints_a_refusal_as_it_is(tmp_path, monkeypatch, capsys):
+    from gpusimhash.cli import main
+
+    monkeypatch.setattr(verification, "available_memory", lambda: 10)
+    path = tmp_path / "in.txt"
+    path.write_text("a b c\na b c\na b d\n")
+    code = main(["dedup", str(path), "--out", str(tmp_path / "out"), "-q"])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "candidate pairs at Hamming radius" in err
+    assert "MB of memory available" in err

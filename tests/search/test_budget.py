@@ -1,6 +1,7 @@
 import numpy as np
 import pytest
 
+from gpusimhash.codes import hamming_matrix
 from gpusimhash.search.budget import distinct_codes, estimate_pair_count
 from gpusimhash.search.exact import near_duplicate_groups, near_duplicates
 
@@ -41,3 +42,31 @@ def test_distinct_codes_count_what_the_join_collapses():
     groups = near_duplicate_groups(codes, max_distance=50)
     assert distinct.shape == (groups.n_unique, 16)
     assert estimate_pair_count(distinct, 50, sample_size=2000) == len(groups.unique_pairs)
+
+
+def clustered_codes(seed=0):
+    """20,000 random 64-bit codes and 200 tight clusters of 20 (each one bit from its centre)."""
+    rng = np.random.default_rng(seed)
+    spread = rng.integers(0, 256, (20_000, 8), dtype=np.uint8)
+    members = np.repeat(rng.integers(0, 256, (200, 8), dtype=np.uint8), 20, axis=0)
+    bit = rng.integers(0, 64, members.shape[0])
+    members[np.arange(members.shape[0]), bit // 8] ^= (1 << (bit % 8)).astype(np.uint8)
+    return np.concatenate([spread, members])
+
+
+def sample_pair_estimate(codes, radius, sample_size, seed):
+    """The estimator this one replaced: pairs inside one sample, scaled by n**2 / s**2."""
+    n = codes.shape[0]
+    sample = codes[np.random.default_rng(seed).choice(n, size=sample_size, replace=False)]
+    within = int(np.triu(hamming_matrix(sample, sample) <= radius, k=1).sum())
+    return within * n * (n - 1) / (sample_size * (sample_size - 1))
+
+
+def test_sampled_degrees_estimate_clustered_codes_where_a_sample_of_pairs_fails():
+    codes = clustered_codes()
+    true = len(near_duplicates(codes, max_distance=2))
+    assert true >= 19 * 20 * 200 / 2  # at least the pairs inside the clusters
+    degrees = [estimate_pair_count(codes, 2, sample_size=256, seed=s) / true for s in range(20)]
+    pairs = [sample_pair_estimate(codes, 2, 256, s) / true for s in range(20)]
+    assert all(0.6 < ratio < 1.4 for ratio in degrees)
+    assert sum(not 0.6 < ratio < 1.4 for ratio in pairs) >= 5
