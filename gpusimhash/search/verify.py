@@ -34,7 +34,7 @@ verifying; `verify_candidates` verifies candidate pairs in chunks of bounded siz
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,6 +42,7 @@ import numpy as np
 from scipy.stats import binom
 
 from gpusimhash import _backend, _cpu, _segments, _validate
+from gpusimhash._cpu._runtime import parallel_call
 from gpusimhash._cpu._verify_loops import (
     feature_hashes,
     merge_documents,
@@ -222,11 +223,13 @@ class DocumentFeatures:
             np.asarray(self.squared_norms[rows]),
         )
 
-    def similarities(self, pairs: Any, *, empty_as_duplicates: bool = False) -> Similarities:
+    def similarities(
+        self, pairs: Any, *, empty_as_duplicates: bool = False, device: str = "cpu"
+    ) -> Similarities:
         """Exact similarities of document pairs.
 
         Pairs run in parallel; each value depends only on its two documents, so results do not
-        depend on the order of pairs, the batching or the thread count.
+        depend on the order of pairs, the batching, the thread count or the device.
 
         Parameters
         ----------
@@ -234,6 +237,9 @@ class DocumentFeatures:
             Pairs of different documents in ``[0, n_docs)`` (checked).
         empty_as_duplicates : bool
             Give two featureless documents similarity 1.0 instead of NaN.
+        device : {"cpu", "gpu", "auto"}
+            Where the pairs are compared (``kernels/verify.cu`` on a GPU: the same values, bit
+            for bit); ``"auto"`` uses a GPU where one is usable.
 
         Returns
         -------
@@ -244,7 +250,9 @@ class DocumentFeatures:
         Raises
         ------
         TypeError, ValueError
-            As `check_pairs`.
+            As `check_pairs`, or an unknown device.
+        RuntimeError
+            ``device="gpu"`` where no GPU is usable.
 
         Examples
         --------
@@ -257,14 +265,9 @@ class DocumentFeatures:
         ([0.5, nan], [0.3333333333333333, nan])
         """
         pairs = check_pairs(pairs, self.n_docs)
-        cosine, jaccard, weighted = pair_similarities(
-            self.states,
-            self.offsets,
-            self.weights,
-            self.exponents,
-            self.squared_norms,
-            np.ascontiguousarray(pairs[:, 0]),
-            np.ascontiguousarray(pairs[:, 1]),
+        compare = self.comparer(resolve_device(device))
+        cosine, jaccard, weighted = compare(
+            np.ascontiguousarray(pairs[:, 0]), np.ascontiguousarray(pairs[:, 1])
         )
         if empty_as_duplicates:
             sizes = self.sizes
@@ -272,6 +275,47 @@ class DocumentFeatures:
             for values in (cosine, jaccard, weighted):
                 values[both_empty] = 1.0
         return Similarities(cosine, jaccard, weighted)
+
+    def comparer(self, engine: str) -> Callable[[np.ndarray, np.ndarray], _Values]:
+        """Return ``compare(left, right)``: unchecked pair similarities on an engine.
+
+        On a GPU the features are uploaded once, here (``gpusimhash._gpu.verify``).
+
+        Parameters
+        ----------
+        engine : {"cpu", "gpu"}
+            As `gpusimhash.fingerprinting.resolve_device` returns.
+
+        Returns
+        -------
+        callable
+            ``compare(left, right)`` takes int64 document indices (in range: not checked)
+            and returns host float64 arrays ``(cosine, jaccard, weighted_jaccard)``.
+        """
+        arrays = (self.states, self.offsets, self.weights, self.exponents, self.squared_norms)
+        if engine == "gpu":
+            from gpusimhash._gpu import verify as gpu_verify
+
+            verifier = gpu_verify.device_verifier(*arrays)
+
+            def on_device(left: np.ndarray, right: np.ndarray) -> _Values:
+                values = verifier.pair_similarities(left, right)
+                return _values(*(_backend.to_host(v) for v in values))
+
+            return on_device
+
+        def on_host(left: np.ndarray, right: np.ndarray) -> _Values:
+            return _values(*parallel_call(pair_similarities, *arrays, left, right))
+
+        return on_host
+
+
+_Values = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+def _values(cosine: Any, jaccard: Any, weighted: Any) -> _Values:
+    """Return the three similarity arrays as a typed tuple."""
+    return np.asarray(cosine), np.asarray(jaccard), np.asarray(weighted)
 
 
 def check_pairs(pairs: Any, n: int) -> np.ndarray:
@@ -540,6 +584,7 @@ def verify_pairs(
     min_jaccard: Any = None,
     featurizer: TextFeaturizer | None = None,
     empty_as_duplicates: bool = False,
+    device: str = "auto",
 ) -> tuple[np.ndarray, np.ndarray]:
     """Keep the candidate pairs whose exact similarity reaches the threshold.
 
@@ -562,6 +607,9 @@ def verify_pairs(
     empty_as_duplicates : bool
         Two featureless documents (empty text, no word) are duplicates with similarity 1.0;
         otherwise a featureless document is never anyone's duplicate.
+    device : {"auto", "cpu", "gpu"}
+        Where the pairs are compared: ``"auto"`` on a GPU where one is usable (the same values,
+        bit for bit).
 
     Returns
     -------
@@ -576,6 +624,8 @@ def verify_pairs(
         A document or pair index of the wrong kind.
     ValueError
         Bad pairs, a bad threshold, or a malformed document (the message names it).
+    RuntimeError
+        ``device="gpu"`` where no GPU is usable.
 
     Examples
     --------
@@ -593,7 +643,8 @@ def verify_pairs(
     featurizer = TextFeaturizer() if featurizer is None else featurizer
     features = DocumentFeatures.from_batch(_featurize_rows(documents, np.unique(pairs), featurizer))
     similarity = getattr(
-        features.similarities(pairs, empty_as_duplicates=empty_as_duplicates), measure
+        features.similarities(pairs, empty_as_duplicates=empty_as_duplicates, device=device),
+        measure,
     )
     keep = similarity >= value
     return pairs[keep], similarity[keep]
@@ -640,7 +691,7 @@ def verified_near_duplicates(
     empty_as_duplicates : bool
         Pair up featureless documents, with similarity 1.0.
     device : {"auto", "cpu", "gpu"}
-        Where the fingerprints are computed.
+        Where the fingerprints are computed and the candidates compared.
 
     Returns
     -------
@@ -682,7 +733,7 @@ def verified_near_duplicates(
     codes = fingerprint_batch(batch, engine, bits=bits, seed=seed)
     rows = np.flatnonzero(features.sizes > 0)
     pairs = rows[near_duplicates(codes[rows], max_distance=radius)].reshape(-1, 2)
-    similarity = getattr(features.similarities(pairs), measure)
+    similarity = getattr(features.similarities(pairs, device=engine), measure)
     keep = similarity >= value
     pairs, similarity = pairs[keep], similarity[keep]
     if empty_as_duplicates:
@@ -837,6 +888,7 @@ def verify_candidates(
     min_jaccard: Any = None,
     empty_as_duplicates: bool = False,
     chunk_pairs: int = _CHUNK_PAIRS,
+    device: str = "cpu",
 ) -> VerifiedCandidates:
     """Verify every candidate pair of a collapsed join on the documents' features.
 
@@ -863,6 +915,8 @@ def verify_candidates(
         unit of its own and is never verified.
     chunk_pairs : int
         Candidate pairs of units expanded and verified at a time (bounds memory).
+    device : {"cpu", "gpu", "auto"}
+        Where the pairs are compared (the features are uploaded once); the same result.
 
     Returns
     -------
@@ -902,11 +956,12 @@ def verify_candidates(
     featured = np.unique(unit[rows[features.sizes > 0]])
     local = np.searchsorted(rows, representative[featured])
     unit_code = groups.inverse[representative[featured]]
+    compare = features.comparer(resolve_device(device))
+    column = 0 if measure == "cosine" else 1
     found_pairs, found_similarity, n_candidates = [], [], 0
     for left, right in _unit_candidates(unit_code, groups, chunk_pairs):
         n_candidates += left.size
-        pairs = np.stack([local[left], local[right]], axis=1)
-        similarity = getattr(features.similarities(pairs), measure)
+        similarity = compare(local[left], local[right])[column]
         keep = similarity >= value
         a, b = featured[left[keep]], featured[right[keep]]
         found_pairs.append(np.stack([np.minimum(a, b), np.maximum(a, b)], axis=1))

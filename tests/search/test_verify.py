@@ -383,3 +383,28 @@ def test_feature_states_are_what_is_compared():
     # a feature is its FNV-1a state: the oracle's strings map one to one here
     features = DocumentFeatures.from_batch(featurize([{"a": 1.0, "b": 2.0}]))
     assert features.states.tolist() == sorted(feature_states(["a", "b"]).tolist())
+
+
+def test_asking_for_a_gpu_that_is_not_there_raises_before_comparing(monkeypatch):
+    from gpusimhash import _backend
+
+    monkeypatch.setattr(_backend, "gpu_available", lambda: False)
+    features = DocumentFeatures.from_batch(featurize(["a b", "a c"]))
+    with pytest.raises(RuntimeError, match="GPU"):
+        features.similarities([[0, 1]], device="gpu")
+    with pytest.raises(RuntimeError, match="GPU"):
+        verify_pairs(["a b", "a c"], [[0, 1]], device="gpu")
+
+
+@pytest.mark.gpu
+def test_gpu_verification_equals_the_cpu_bit_for_bit():
+    rng = np.random.default_rng(0)
+    docs = [" ".join(rng.choice(list("abcdefghij"), size=rng.integers(0, 30))) for _ in range(500)]
+    docs += ["x " * 3000]  # a long document
+    features = DocumentFeatures.from_batch(featurize(docs))
+    pairs = rng.integers(0, len(docs), size=(20_000, 2))
+    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+    on_cpu = features.similarities(pairs, device="cpu", empty_as_duplicates=True)
+    on_gpu = features.similarities(pairs, device="gpu", empty_as_duplicates=True)
+    for name in ("cosine", "jaccard", "weighted_jaccard"):
+        np.testing.assert_array_equal(getattr(on_gpu, name), getattr(on_cpu, name))
