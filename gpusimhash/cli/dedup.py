@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -116,7 +118,12 @@ def add_dedup_command(commands: Any) -> None:
         "probability (faster for large radii over large corpora; default: exact)",
     )
     out = dedup.add_argument_group("output")
-    out.add_argument("--out", default=DEFAULT_REPORT_DIR, help="output folder")
+    out.add_argument(
+        "--out",
+        default=DEFAULT_REPORT_DIR,
+        help="output folder; - writes the kept (or annotated) records to standard output and "
+        "the summary table to standard error, nothing else",
+    )
     out.add_argument(
         "--overwrite",
         action="store_true",
@@ -192,77 +199,95 @@ def run_dedup(args: argparse.Namespace) -> int:
         raise options.UsageError("--add-kept needs --against DIR")
     if args.annotate and args.against is not None:
         raise options.UsageError("--annotate does not show matches against an index yet")
-    out = options.prepare_folder(args.out)
-    if not args.overwrite and any(out.iterdir()):
-        raise options.UserError(
-            f"{args.out} is not empty: give --overwrite to replace an earlier run's outputs, "
-            "or choose another --out"
+    with contextlib.ExitStack() as inputs:  # a copy of stdin, the scratch output
+        to_stdout = args.out == STDIN  # the kept (or annotated) records only, nothing else
+        if to_stdout and (args.json or uses_cluster(args)):
+            raise options.UsageError(
+                "--out - writes the kept records to standard output: not with --json, "
+                "--scheduler or --workers"
+            )
+        out = _scratch_folder(inputs) if to_stdout else options.prepare_folder(args.out)
+        if not args.overwrite and any(out.iterdir()):
+            raise options.UserError(
+                f"{args.out} is not empty: give --overwrite to replace an earlier run's outputs, "
+                "or choose another --out"
+            )
+        settings = FingerprintSettings(
+            bits=args.bits, seed=args.seed, featurizer=options.featurizer_from(args)
         )
-    settings = FingerprintSettings(
-        bits=args.bits, seed=args.seed, featurizer=options.featurizer_from(args)
-    )
-    if args.against is not None:  # fingerprint as the index does
-        from gpusimhash.dedup.against import fingerprint_settings
-        from gpusimhash.search.index import SimHashIndex
+        if args.against is not None:  # fingerprint as the index does
+            from gpusimhash.dedup.against import fingerprint_settings
+            from gpusimhash.search.index import SimHashIndex
 
-        settings = fingerprint_settings(SimHashIndex.load(args.against))
-    dedup_options = DedupOptions(
-        format=input_format,
-        text_field=args.text_field,
-        id_field=id_field,
-        truth_field=truth_field,
-        score_field=args.score_field,
-        batch_size=args.batch_size,
-        max_distance=args.max_distance,
-        min_cosine=args.min_cosine,
-        min_jaccard=args.min_jaccard,
-        verify=args.verify,
-        candidate_recall=args.candidate_recall,
-        cluster=args.cluster,
-        empty_as_duplicates=args.empty_as_duplicates,
-        force=args.force,
-        recall=args.recall,
-        keep=args.keep,
-        device=args.device,
-        output_format=args.output_format,
-        report=not args.no_report,
-        annotate=args.annotate,
-        skip_invalid=args.skip_invalid,
-        against=args.against,
-        add_kept=args.add_kept,
-    )
-    if uses_cluster(args):
-        from gpusimhash.cli.distributed import print_summary, run_distributed
+            settings = fingerprint_settings(SimHashIndex.load(args.against))
+        dedup_options = DedupOptions(
+            format=input_format,
+            text_field=args.text_field,
+            id_field=id_field,
+            truth_field=truth_field,
+            score_field=args.score_field,
+            batch_size=args.batch_size,
+            max_distance=args.max_distance,
+            min_cosine=args.min_cosine,
+            min_jaccard=args.min_jaccard,
+            verify=args.verify,
+            candidate_recall=args.candidate_recall,
+            cluster=args.cluster,
+            empty_as_duplicates=args.empty_as_duplicates,
+            force=args.force,
+            recall=args.recall,
+            keep=args.keep,
+            device=args.device,
+            output_format=args.output_format,
+            report=not (args.no_report or to_stdout),
+            annotate=args.annotate,
+            skip_invalid=args.skip_invalid,
+            against=args.against,
+            add_kept=args.add_kept,
+        )
+        if uses_cluster(args):
+            from gpusimhash.cli.distributed import print_summary, run_distributed
 
-        print_summary(args, run_distributed(args, settings, dedup_options, out), out)
-        return 0
-    # every output is written into a staging folder that replaces `out` whole at the end: an
-    # interrupted or failed run leaves the previous outputs, never a mix of two runs
-    with contextlib.ExitStack() as inputs:
+            print_summary(args, run_distributed(args, settings, dedup_options, out), out)
+            return 0
+        # every output is written into a staging folder that replaces `out` whole at the end: an
+        # interrupted or failed run leaves the previous outputs, never a mix of two runs
         if STDIN in map(str, paths):  # read twice: copied once
             stdin = inputs.enter_context(spooled_stdin())
             paths = [stdin if str(p) == STDIN else p for p in paths]
         with replacing_folder(out, owned=_earlier_output) as stage:
             progress = options.progress_factory(args.quiet)
             result = run(paths, stage, settings, dedup_options, progress=progress)
-    summary = result.summary
-    label = "the bundled sample corpus" if args.input is None else summary["input"]
-    tables = {f"gpusimhash dedup: {label}": summary["results"]}
-    if summary.get("ground_truth"):
-        tables["against the ground truth"] = summary["ground_truth"]
-    tables[f"written to {out}/"] = summary["files"]
-    options.emit(args, summary, tables)
-    skipped = summary["results"].get("skipped_invalid", 0)
-    if skipped:
-        print(
-            f"gpusimhash: warning: skipped {skipped:,} invalid records, the first: "
-            f"{summary['skipped'][0]} (all counted, the first {len(summary['skipped'])} "
-            "listed, in summary.json)",
-            file=sys.stderr,
-        )
-    for warning in summary.get("warnings", []):
-        print(f"gpusimhash: warning: {warning}", file=sys.stderr)
+        summary = result.summary
+        if to_stdout:
+            records = next(n for n in summary["files"] if n.startswith(("kept.", "annotated.")))
+            with open(out / records, "rb") as stream:
+                shutil.copyfileobj(stream, sys.stdout.buffer)
+            sys.stdout.flush()
+        label = "the bundled sample corpus" if args.input is None else summary["input"]
+        tables = {f"gpusimhash dedup: {label}": summary["results"]}
+        if summary.get("ground_truth"):
+            tables["against the ground truth"] = summary["ground_truth"]
+        if not to_stdout:
+            tables[f"written to {out}/"] = summary["files"]
+        with contextlib.redirect_stdout(sys.stderr if to_stdout else sys.stdout):
+            options.emit(args, summary, tables)
+        skipped = summary["results"].get("skipped_invalid", 0)
+        if skipped:
+            print(
+                f"gpusimhash: warning: skipped {skipped:,} invalid records, the first: "
+                f"{summary['skipped'][0]} (all counted, the first {len(summary['skipped'])} "
+                "listed, in summary.json)",
+                file=sys.stderr,
+            )
+        for warning in summary.get("warnings", []):
+            print(f"gpusimhash: warning: {warning}", file=sys.stderr)
     return 0
+
+
+def _scratch_folder(cleanup: contextlib.ExitStack) -> Path:
+    """Return a temporary folder for the outputs of ``--out -``, deleted at ``cleanup``."""
+    return Path(cleanup.enter_context(tempfile.TemporaryDirectory(prefix="gpusimhash-out-")))
 
 
 def _input_paths(inputs: list[str]) -> list[Path]:

@@ -90,3 +90,41 @@ def test_nested_and_joined_text_fields(tmp_path):
         args = ["dedup", str(path), "--text-field", field, "--out", str(out), "--bits", "64"]
         assert main([*args, "--max-distance", "0", "--no-report", "-q"]) == 0
         assert len(lines(out / "kept.jsonl")) == kept
+
+
+def test_out_dash_writes_the_kept_records_to_stdout(tmp_path):
+    data = "".join(json.dumps({"text": t}) + "\n" for t in TEXTS)
+    path = tmp_path / "in.jsonl"
+    path.write_text(data)
+    assert main(["dedup", str(path), "--out", str(tmp_path / "file"), *ARGS]) == 0
+
+    def dedup(*extra):
+        return subprocess.run(
+            [sys.executable, "-m", "gpusimhash", "dedup", "-", "--format", "jsonl", "--out", "-"]
+            + ["--bits", "64", "--max-distance", "3", *extra],
+            input=data,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+            cwd=tmp_path,
+        )
+
+    done = dedup("-q")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == lines(tmp_path / "file" / "kept.jsonl")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file", "in.jsonl"]
+    done = dedup("--annotate")
+    assert done.returncode == 0, done.stderr
+    assert [json.loads(line)["duplicate_of"] for line in done.stdout.splitlines()] == [
+        None,
+        None,
+        0,
+        None,
+        3,
+        None,
+    ]
+    assert "gpusimhash dedup:" in done.stderr  # the summary table, on stderr
+    done = dedup("--json")
+    assert done.returncode == 2
+    assert "--out - writes the kept records to standard output: not with --json" in done.stderr
