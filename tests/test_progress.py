@@ -41,3 +41,14 @@ def test_the_join_stage_has_a_total_and_completes_it(tmp_path):
     join = bars["join"]
     assert join.total >= 1
     assert join.n == join.total
+
+
+def test_the_joins_worker_threads_follow_the_threads_option(monkeypatch):
+    from gpusimhash.search._join import threads
+
+    monkeypatch.delenv("NUMBA_NUM_THREADS", raising=False)
+    everything = threads()
+    monkeypatch.setenv("NUMBA_NUM_THREADS", "1")
+    assert threads() == 1
+    monkeypatch.setenv("NUMBA_NUM_THREADS", "999")
+    assert threads() == everything

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from gpusimhash import _segments, _validate
+from gpusimhash._reprs import short_repr
 
 __all__ = [
     "DuplicateGroups",
@@ -59,6 +60,8 @@ class DuplicateGroups:
     inverse: np.ndarray
     unique_pairs: np.ndarray
     max_distance: int
+
+    __repr__ = short_repr
 
     @property
     def n_unique(self) -> int:
@@ -249,10 +252,16 @@ def first_seen_labels(labels: np.ndarray) -> np.ndarray:
 
 
 def threads() -> int:
-    """Return the number of CPUs this process may run on (worker threads of a join)."""
+    """Return the worker threads of a join: the CPUs this process may run on, capped.
+
+    The cap is ``NUMBA_NUM_THREADS`` when set (``gpusimhash --threads N`` sets it).
+    """
     if hasattr(os, "sched_getaffinity"):
-        return max(1, len(os.sched_getaffinity(0)))
-    return max(1, os.cpu_count() or 1)
+        cpus = max(1, len(os.sched_getaffinity(0)))
+    else:
+        cpus = max(1, os.cpu_count() or 1)
+    cap = os.environ.get("NUMBA_NUM_THREADS", "")
+    return min(cpus, int(cap)) if cap.isdigit() and int(cap) > 0 else cpus
 
 
 def pair_keys(a: np.ndarray, b: np.ndarray, n: int) -> np.ndarray:
