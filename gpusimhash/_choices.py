@@ -13,7 +13,7 @@ ANALYZERS = ("word", "char")
 WEIGHTINGS = ("count", "binary", "logtf", "tfidf")
 # input formats of the readers, output formats of the writers
 FORMATS = ("jsonl", "parquet", "csv", "tsv", "text")
-OUTPUT_FORMATS = ("jsonl", "parquet")
+OUTPUT_FORMATS = ("jsonl", "parquet", "csv")
 # SimHashIndex kinds, which document of a cluster is kept, and how dedup clusters
 KINDS = ("flat", "multihash", "hnsw", "ivf")
 POLICIES = ("first", "longest", "score")

@@ -1,4 +1,4 @@
-"""Write records to JSONL or Parquet files atomically, in batches.
+"""Write records to JSONL, Parquet or CSV files atomically, in batches.
 
 A writer fills a temporary file in the destination's folder and, when closed without an error,
 flushes it to disk (fsync) and renames it over the destination (``os.replace``): a reader never
@@ -7,7 +7,9 @@ sees a half-written file, and a failed run leaves the previous file as it was.
 
 from __future__ import annotations
 
+import csv
 import gzip
+import io
 import json
 import os
 from pathlib import Path
@@ -80,18 +82,22 @@ class RecordWriter:
     def __init__(self, path: str | Path, format: str | None = None) -> None:
         self.path = Path(path)
         if format is None:
-            format = "parquet" if detect_format(self.path) == "parquet" else "jsonl"
+            detected = detect_format(self.path)
+            format = detected if detected in ("parquet", "csv") else "jsonl"
         if format not in OUTPUT_FORMATS:
-            raise ValueError(f"output format must be jsonl or parquet, got {format!r}")
+            raise ValueError(
+                f"output format must be one of {', '.join(OUTPUT_FORMATS)}, got {format!r}"
+            )
         self.format = format
         self._pq: Any = require_pyarrow() if format == "parquet" else None
         self._parquet: Any = None  # a pyarrow ParquetWriter once the first batch is written
+        self._columns: list[str] | None = None  # a CSV file's header, from the first batch
         self.count = 0
         handle, self._temp = temporary_beside(self.path)
         try:
             self._raw: IO[bytes] = os.fdopen(handle, "wb")
             self._stream: IO[bytes] | gzip.GzipFile = self._raw
-            if format == "jsonl" and self.path.name.lower().endswith(".gz"):
+            if format != "parquet" and self.path.name.lower().endswith(".gz"):
                 self._stream = gzip.GzipFile(self.path.name, "wb", fileobj=self._raw, mtime=0)
         except BaseException:  # an interrupt included: no temporary file may stay behind
             self._temp.unlink(missing_ok=True)
@@ -106,20 +112,44 @@ class RecordWriter:
             JSON-serializable values (others are written with ``str``) for JSONL; for Parquet,
             every field seen in any record is a column (in first-seen order), null where a
             record lacks it: a field first seen in a later batch widens the file written so far.
+            For CSV, the fields of the first batch are the header (the input's columns, for a
+            CSV input); strings are written as they are, null as an empty cell, other values
+            as JSON.
 
         Raises
         ------
         ValueError
-            A field whose values do not fit one Parquet column (for example ints and strings).
+            A field whose values do not fit one Parquet column (for example ints and strings),
+            or a field first seen after the first batch of a CSV file.
         """
         if not records:
             return
         if self.format == "jsonl":
             lines = "".join(_encode_record(r) + "\n" for r in records)
             self._stream.write(lines.encode("utf-8"))
+        elif self.format == "csv":
+            self._write_csv(records)
         else:
             self._write_parquet(records)
         self.count += len(records)
+
+    def _write_csv(self, records: list[dict[str, Any]]) -> None:
+        """Append CSV rows; the first batch's fields (in first-seen order) are the header."""
+        names = list(dict.fromkeys(key for record in records for key in record))
+        rows: list[list[str]] = []
+        if self._columns is None:
+            self._columns = names
+            rows.append(names)
+        late = [name for name in names if name not in self._columns]
+        if late:
+            raise ValueError(
+                f"{self.path}: field {late[0]!r} first appears after the first batch of "
+                "records, whose fields are the CSV header (write JSONL or Parquet instead)"
+            )
+        rows.extend([_csv_cell(record.get(name)) for name in self._columns] for record in records)
+        buffer = io.StringIO()
+        csv.writer(buffer).writerows(rows)
+        self._stream.write(buffer.getvalue().encode("utf-8"))
 
     def _write_parquet(self, records: list[dict[str, Any]]) -> None:
         """Append records as one Parquet row group, widening the columns when they must grow."""
@@ -216,3 +246,10 @@ class RecordWriter:
             self.close()
         else:
             self.abort()
+
+
+def _csv_cell(value: Any) -> str:
+    """Return a CSV cell: a string as it is, null as empty, anything else as JSON."""
+    if isinstance(value, str):
+        return value
+    return "" if value is None else _encode_record(value)

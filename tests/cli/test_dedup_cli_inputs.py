@@ -128,3 +128,23 @@ def test_out_dash_writes_the_kept_records_to_stdout(tmp_path):
     done = dedup("--json")
     assert done.returncode == 2
     assert "--out - writes the kept records to standard output: not with --json" in done.stderr
+
+
+def test_csv_output_keeps_the_input_columns(tmp_path):
+    path = tmp_path / "in.csv"
+    path.write_text("url,text,lang\n" + "".join(f"u{k},{t},en\n" for k, t in enumerate(TEXTS)))
+    out = tmp_path / "out"
+    assert main(["dedup", str(path), "--out", str(out), "--output-format", "csv", *ARGS]) == 0
+    kept = lines(out / "kept.csv")
+    assert kept[0] == "url,text,lang"
+    assert kept[1:] == [f"u{k},{TEXTS[k]},en" for k in (0, 1, 3, 5)]
+    assert (
+        main(
+            ["dedup", str(path), "--out", str(out), "--output-format", "csv", "--annotate"]
+            + [*ARGS, "--overwrite"]
+        )
+        == 0
+    )
+    annotated = lines(out / "annotated.csv")
+    assert annotated[0] == "url,text,lang,cluster,duplicate_of,similarity"
+    assert annotated[3] == f"u2,{TEXTS[2]},en,0,0,1.0"  # ids are rows: no id column

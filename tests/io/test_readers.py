@@ -281,7 +281,7 @@ def test_empty_parquet_output_is_readable(tmp_path):
 
 
 def test_writer_refuses_unknown_format_and_missing_folder(tmp_path):
-    with pytest.raises(ValueError, match="jsonl or parquet"):
-        RecordWriter(tmp_path / "x.csv", format="csv")
+    with pytest.raises(ValueError, match="one of jsonl, parquet, csv, got 'xml'"):
+        RecordWriter(tmp_path / "x.xml", format="xml")
     with pytest.raises(FileNotFoundError):
         RecordWriter(tmp_path / "missing" / "x.jsonl")

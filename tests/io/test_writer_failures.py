@@ -78,3 +78,25 @@ def test_interrupt_while_opening_leaves_no_temporary_file(tmp_path, monkeypatch)
     with pytest.raises(KeyboardInterrupt):
         _atomic.temporary_beside(tmp_path / "kept.jsonl")
     assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("name", ["kept.csv", "kept.csv.gz"])
+def test_csv_output_keeps_the_columns_and_round_trips(tmp_path, name):
+    from gpusimhash.io.readers import read_batches
+
+    source = tmp_path / "in.csv"
+    source.write_text('id,text,note\n1,"a, quoted\nline",x\n2,b,\n', encoding="utf-8")
+    records = [r for b in read_batches(source, records=True) for r in b.records]
+    with RecordWriter(tmp_path / name) as writer:
+        writer.write(records[:1])
+        writer.write(records[1:])
+        with pytest.raises(ValueError, match="field 'late' first appears after the first"):
+            writer.write([{"late": 1}])
+    again = [r for b in read_batches(tmp_path / name, records=True) for r in b.records]
+    assert again == records
+    with RecordWriter(tmp_path / "mixed.csv") as writer:
+        writer.write([{"a": None, "b": [1, "x"], "c": 0.5, "d": True, "e": "s"}])
+    assert (tmp_path / "mixed.csv").read_text().splitlines() == [
+        "a,b,c,d,e",
+        ',"[1, ""x""]",0.5,true,s',
+    ]
