@@ -133,3 +133,33 @@ def test_crowded_buckets_go_to_the_single_machine_join(monkeypatch, cap):
         expected = _expected_pairs(codes, radius)
         assert len(found) == len(np.unique(found, axis=0))
         assert sorted(map(tuple, found.tolist())) == sorted(map(tuple, expected.tolist()))
+
+
+def _expected_unit_pairs(codes, hashes, radius):
+    """Unit pairs: every unit of one code with every unit of a paired code, and within codes."""
+    groups = near_duplicate_groups(codes, max_distance=radius)
+    n = codes.shape[0]
+    lowest = np.full(groups.n_unique, n)
+    np.minimum.at(lowest, groups.inverse, np.arange(n))
+    units = {}
+    for row in range(n):
+        units.setdefault((int(groups.inverse[row]), int(hashes[row])), row)
+    by_code = {}
+    for (code, _), rep in sorted(units.items(), key=lambda item: item[1]):
+        by_code.setdefault(code, []).append(rep)
+    pairs = set()
+    for a, b in groups.unique_pairs.tolist():
+        pairs |= {(u, v) for u in by_code[a] for v in by_code[b]}
+    for reps in by_code.values():
+        pairs |= {(u, v) for k, u in enumerate(reps) for v in reps[k + 1 :]}
+    return pairs
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(0, 200), radius=st.integers(0, 12))
+def test_units_of_paired_codes_are_all_paired(seed, n, radius):
+    codes = _codes(seed, n, 8, 0.03)
+    hashes = np.random.default_rng(seed).integers(0, 3, n).astype(np.uint64)
+    found, _ = _distributed_pairs(codes, radius, 3, 2, hashes)
+    assert len(found) == len(np.unique(found, axis=0))
+    assert set(map(tuple, found.tolist())) == _expected_unit_pairs(codes, hashes, radius)

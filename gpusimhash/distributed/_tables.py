@@ -357,20 +357,23 @@ def _lexicographic_less(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def _expand_units(a: np.ndarray, b: np.ndarray, code_units: np.ndarray) -> np.ndarray:
     """Expand pairs of codes (lowest rows) to every pair of their units, in the same order."""
+    if not code_units.size:
+        return np.stack([a, b], axis=1).astype(np.int64)
     codes = code_units[:, 0]
-    first_a = np.searchsorted(codes, a)
-    first_b = np.searchsorted(codes, b)
+    first_a, first_b = np.searchsorted(codes, a), np.searchsorted(codes, b)
     count_a = np.searchsorted(codes, a, side="right") - first_a
     count_b = np.searchsorted(codes, b, side="right") - first_b
-    single = (count_a == 0) & (count_b == 0)
-    out = [np.stack([a[single], b[single]], axis=1)]
-    multi = np.flatnonzero(~single)
-    for k in multi.tolist():
-        units_a = (
-            code_units[first_a[k] : first_a[k] + count_a[k], 1] if count_a[k] else a[k : k + 1]
-        )
-        units_b = (
-            code_units[first_b[k] : first_b[k] + count_b[k], 1] if count_b[k] else b[k : k + 1]
-        )
-        out.append(np.stack(np.meshgrid(units_a, units_b, indexing="ij"), axis=-1).reshape(-1, 2))
-    return np.concatenate(out).astype(np.int64)
+    # a code in no row of code_units is a unit of its own, named by the code's row
+    many_a, many_b = np.maximum(count_a, 1), np.maximum(count_b, 1)
+    sizes = many_a * many_b
+    pair = _segments.segment_of(sizes)
+    rank = _segments.ranks(sizes)
+    at_a, at_b = rank // many_b[pair], rank % many_b[pair]
+    units = code_units[:, 1]
+    left = np.where(
+        count_a[pair] > 0, units[np.minimum(first_a[pair] + at_a, units.size - 1)], a[pair]
+    )
+    right = np.where(
+        count_b[pair] > 0, units[np.minimum(first_b[pair] + at_b, units.size - 1)], b[pair]
+    )
+    return np.stack([left, right], axis=1).astype(np.int64)
