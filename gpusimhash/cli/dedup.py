@@ -141,6 +141,12 @@ def add_dedup_command(commands: Any) -> None:
     out.add_argument("--score-field", help="numeric field for --keep score (highest wins)")
     out.add_argument("--truth-field", help="field with true group labels: adds precision/recall")
     out.add_argument("--no-report", action="store_true", help="skip report.md and the plots")
+    out.add_argument(
+        "--pairs",
+        action="store_true",
+        help="also write pairs.<fmt>: every near-duplicate pair with its distance and exact "
+        "similarity (verifies every candidate pair)",
+    )
     inputs = next(group for group in dedup._action_groups if group.title == "input")
     inputs.add_argument(
         "--skip-invalid",
@@ -244,6 +250,7 @@ def run_dedup(args: argparse.Namespace) -> int:
             skip_invalid=args.skip_invalid,
             against=args.against,
             add_kept=args.add_kept,
+            pairs=args.pairs,
         )
         if uses_cluster(args):
             from gpusimhash.cli.distributed import print_summary, run_distributed
@@ -306,6 +313,7 @@ def _earlier_output(name: str) -> bool:
     from gpusimhash.dedup.report import PLOTS
 
     stem, _, suffix = name.partition(".")
-    outputs = stem in ("kept", "annotated", "duplicates", "in_index") and suffix in OUTPUT_FORMATS
+    written = ("kept", "annotated", "duplicates", "in_index", "pairs")
+    outputs = stem in written and suffix in OUTPUT_FORMATS
     temporary = name.startswith(".") and name.endswith(".tmp")  # of an older version's writes
     return outputs or temporary or name in ("summary.json", "report.md", *PLOTS.values())

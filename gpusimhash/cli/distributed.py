@@ -51,7 +51,7 @@ def run_distributed(
     ------
     UsageError
         An option the distributed dedup does not support (``--truth-field``, ``--recall``,
-        ``--annotate``, ``--against``).
+        ``--annotate``, ``--against``, ``--pairs``).
     UserError
         No input, or a scheduler that cannot be reached.
     """
@@ -65,6 +65,7 @@ def run_distributed(
         ("--recall", args.recall),
         ("--annotate", args.annotate or None),
         ("--against", args.against),
+        ("--pairs", args.pairs or None),
     )
     for flag, value in unsupported:
         if value is not None:

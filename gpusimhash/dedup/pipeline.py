@@ -46,6 +46,7 @@ from gpusimhash._reprs import short_repr
 from gpusimhash.codes import hamming
 from gpusimhash.dedup import report
 from gpusimhash.dedup.against import Against
+from gpusimhash.dedup.pairs import write_pairs
 from gpusimhash.dedup.verification import (
     CLUSTERINGS,
     Clustering,
@@ -155,6 +156,9 @@ class DedupOptions:
     add_kept : bool
         Add the documents kept to the ``against`` index (their ids, or consecutive int64 ids
         without an id field).
+    pairs : bool
+        Write ``pairs.<fmt>``: every near-duplicate pair with its distance and exact similarity
+        (`gpusimhash.dedup.pairs`; verifies every candidate pair).
 
     Raises
     ------
@@ -188,6 +192,7 @@ class DedupOptions:
     annotate: bool = False
     against: str | Path | None = None
     add_kept: bool = False
+    pairs: bool = False
 
     def __post_init__(self) -> None:
         """Check the options."""
@@ -558,8 +563,9 @@ def run(
                 empty_as_duplicates=options.empty_as_duplicates,
             )
         with timer.stage("verify"):
-            # every verified pair, only where the ground truth's pair scores need them all
-            found = _verify(graph, spill, limit, options) if first.truth is not None else None
+            # every verified pair, only where the ground truth's pair scores or --pairs need them
+            every_pair = first.truth is not None or options.pairs
+            found = _verify(graph, spill, limit, options) if every_pair else None
             clustering = cluster_documents(
                 graph,
                 spill.gather,
@@ -592,16 +598,25 @@ def run(
     with timer.stage("write", total=n) as bar:
         ids, texts = _write_kept(source, out_dir, clusters, wanted, files, bar)
         cluster = _write_duplicates(out_dir, options.output_format, clusters, ids, first, files)
-    if checked is not None:  # every id (one more read of the input), or rows as ids
-        every_id = (
-            None
-            if source.id_field is None
-            else [i for batch in source.batches(records=False) for i in batch.ids]
-        )
+    # every id (one more read of the input), or rows as ids
+    every_id = (
+        [i for batch in source.batches(records=False) for i in batch.ids]
+        if source.id_field is not None and (checked is not None or options.pairs)
+        else None
+    )
+    if checked is not None:
         name, what = checked.write(out_dir, options.output_format, every_id)
         files[name] = what
         if options.add_kept:
             checked.add(first.codes, clusters.kept, every_id)
+    if options.pairs:
+        near_pairs, similarity = (
+            (graph.to_groups().pairs(), None) if found is None else found.document_pairs()
+        )
+        name, what = write_pairs(
+            out_dir, options.output_format, near_pairs, similarity, first.codes, every_id
+        )
+        files[name] = what
     source.check(states)
 
     n_candidates = graph.document_pairs()
