@@ -197,3 +197,22 @@ def lazy_components(
     for unit in range(n_units):
         roots[unit] = _root(parent, unit)
     return roots, verified
+
+
+@njit(cache=True, nogil=True)
+def first_seen(
+    labels: np.ndarray, n_labels: int
+) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover
+    """Renumber labels in ``[0, n_labels)`` by first occurrence; return them and each one's first index."""
+    table = np.full(n_labels, -1, dtype=np.int64)
+    renumbered = np.empty(labels.size, dtype=np.int64)
+    first = np.empty(labels.size, dtype=np.int64)
+    count = 0
+    for i in range(labels.size):
+        label = labels[i]
+        if table[label] == -1:
+            table[label] = count
+            first[count] = i
+            count += 1
+        renumbered[i] = table[label]
+    return renumbered, first[:count].copy()

@@ -54,6 +54,8 @@ class UnitGraph:
         Row starts of `code_units`.
     code_units : ndarray, dtype int64
         The units of each distinct code that have candidates.
+    first_document : ndarray, shape (n_units,), dtype int64
+        The lowest document of each unit.
     """
 
     unit: np.ndarray
@@ -61,6 +63,7 @@ class UnitGraph:
     local: np.ndarray
     code_offsets: np.ndarray
     code_units: np.ndarray
+    first_document: np.ndarray
 
     @property
     def n_units(self) -> int:
@@ -99,8 +102,10 @@ def unit_graph(
     n_codes = graph.n_unique
     if not verify:
         codes = np.arange(n_codes, dtype=np.int64)
+        first = np.empty(n_codes, dtype=np.int64)
+        first[graph.inverse[::-1]] = np.arange(graph.inverse.size - 1, -1, -1)
         return UnitGraph(
-            graph.inverse, codes, np.zeros(n_codes, np.int64), np.arange(n_codes + 1), codes
+            graph.inverse, codes, np.zeros(n_codes, np.int64), np.arange(n_codes + 1), codes, first
         )
     unit, representative = feature_units(graph.inverse, features, rows, empty_as_duplicates)
     featured = np.unique(unit[rows[features.sizes > 0]])
@@ -111,7 +116,7 @@ def unit_graph(
     code_units = featured[np.argsort(unit_code[featured], kind="stable")]
     code_offsets = np.zeros(n_codes + 1, dtype=np.int64)
     np.cumsum(np.bincount(unit_code[featured], minlength=n_codes), out=code_offsets[1:])
-    return UnitGraph(unit, unit_code, local, code_offsets, code_units)
+    return UnitGraph(unit, unit_code, local, code_offsets, code_units, representative)
 
 
 def _loop_arguments(
@@ -196,9 +201,13 @@ def graph_stars(
     """
     n = units.unit.size
     arguments = _loop_arguments(graph, units, features, measure)
-    rank = np.empty(n, dtype=np.int64)
-    rank[policy_order(n, policy=policy, lengths=lengths, scores=scores)] = np.arange(n)
-    best, order = star_order(units.unit, units.n_units, rank)
+    if policy == "first":  # each unit's lowest document speaks for it, lowest first
+        best = units.first_document
+        order = np.argsort(best, kind="stable")
+    else:
+        rank = np.empty(n, dtype=np.int64)
+        rank[policy_order(n, policy=policy, lengths=lengths, scores=scores)] = np.arange(n)
+        best, order = star_order(units.unit, units.n_units, rank)
     star: Any = lazy_star  # compiled: called with the shared arguments unpacked
     unit_kept, unit_similarity, verified = star(order, *arguments, float(value))
     return star_documents(units.unit, best, unit_kept, unit_similarity), int(verified)

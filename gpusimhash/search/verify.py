@@ -42,6 +42,7 @@ import numpy as np
 from scipy.stats import binom
 
 from gpusimhash import _backend, _cpu, _segments, _validate
+from gpusimhash._cpu._cluster_loops import first_seen
 from gpusimhash._cpu._runtime import parallel_call
 from gpusimhash._cpu._verify_loops import (
     feature_hashes,
@@ -1023,17 +1024,16 @@ def feature_units(
     run[~same] = run.size + np.arange(int((~same).sum()))
     unit = np.full(n, -1, dtype=np.int64)
     unit[rows[local]] = run
+    n_raw = int(run.max()) + 1 if run.size else 0
     empty = rows[sizes == 0]
-    if empty_as_duplicates:
-        unit[empty] = 2 * n
+    if empty_as_duplicates and empty.size:
+        unit[empty] = n_raw
+        n_raw += 1
     alone = np.flatnonzero(unit < 0)
-    unit[alone] = 2 * n + 1 + np.arange(alone.size)
+    unit[alone] = n_raw + np.arange(alone.size)
     # number the units in order of their lowest document
-    _, lowest, inverse = np.unique(unit, return_index=True, return_inverse=True)
-    by_lowest = np.argsort(lowest)
-    number = np.empty(lowest.size, dtype=np.int64)
-    number[by_lowest] = np.arange(lowest.size)
-    return number[inverse.reshape(-1)], lowest[by_lowest].astype(np.int64)
+    number, lowest = first_seen(unit, n_raw + alone.size)
+    return number, lowest
 
 
 def _unit_candidates(
