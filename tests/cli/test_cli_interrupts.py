@@ -144,8 +144,9 @@ def test_abandoned_staging_folders_are_removed(earlier_run):
 
 def test_earlier_outputs_are_recognised():
     owned = dedup_command._earlier_output
-    assert all(map(owned, ["kept.jsonl", "duplicates.parquet", "report.md", "summary.json"]))
-    assert not any(map(owned, ["kept.csv", "notes.txt", "input.jsonl"]))
+    written = ["kept.jsonl", "duplicates.parquet", "report.md", "summary.json", "kept.csv"]
+    assert all(map(owned, [*written, "pairs.jsonl", "in_index.jsonl", "annotated.parquet"]))
+    assert not any(map(owned, ["kept.txt", "notes.txt", "input.jsonl", "pairs.txt"]))
 
 
 # what `python -m gpusimhash` and the `gpusimhash` script run once the interpreter has started
