@@ -148,6 +148,12 @@ def add_dedup_command(commands: Any) -> None:
         "similarity (verifies every candidate pair)",
     )
     inputs = next(group for group in dedup._action_groups if group.title == "input")
+    for action in inputs._group_actions:
+        if action.dest == "id_field":
+            action.help = (
+                "field or column with document ids (default: an 'id' field when the first "
+                "record has one, else the row number)"
+            )
     inputs.add_argument(
         "--skip-invalid",
         action="store_true",
