@@ -23,11 +23,12 @@ candidates are the other units of its code and the units of the codes adjacent t
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import njit
 
 from gpusimhash._cpu._mih_loops import _link, _root
-from gpusimhash._cpu._verify_loops import pair_similarity
 
 NOT_VERIFIED = 0
 COSINE = 1
@@ -52,6 +53,39 @@ def fill_adjacency(
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _shared(
+    states: np.ndarray,
+    offsets: np.ndarray,
+    weights: np.ndarray,
+    exponents: np.ndarray,
+    a: int,
+    b: int,
+) -> tuple[float, int]:  # pragma: no cover - compiled
+    """Return the scaled dot product and the shared feature count of documents ``a`` and ``b``.
+
+    The walk of ``_verify_loops.pair_similarity`` without the union sums: the same products
+    added in the same (state) order, so the same bits.
+    """
+    i, i_end = offsets[a], offsets[a + 1]
+    j, j_end = offsets[b], offsets[b + 1]
+    shift_a = -exponents[a]
+    shift_b = -exponents[b]
+    dot = 0.0
+    shared = 0
+    while i < i_end and j < j_end:
+        if states[i] < states[j]:
+            i += 1
+        elif states[j] < states[i]:
+            j += 1
+        else:
+            dot += math.ldexp(weights[i], shift_a) * math.ldexp(weights[j], shift_b)
+            shared += 1
+            i += 1
+            j += 1
+    return dot, shared
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _passes(
     states: np.ndarray,
     offsets: np.ndarray,
@@ -63,11 +97,22 @@ def _passes(
     measure: int,
     value: float,
 ) -> tuple[bool, float]:  # pragma: no cover - compiled
-    """Whether merged documents ``a`` and ``b`` reach the threshold, and their similarity."""
+    """Whether merged documents ``a`` and ``b`` reach the threshold, and their similarity.
+
+    The similarity is that of ``_verify_loops.pair_similarity``, bit for bit (NaN, never
+    passing, when a document is featureless).
+    """
     if measure == NOT_VERIFIED:
         return True, np.nan
-    cosine, jaccard, _ = pair_similarity(states, offsets, weights, exponents, squared_norms, a, b)
-    similarity = cosine if measure == COSINE else jaccard
+    size_a = offsets[a + 1] - offsets[a]
+    size_b = offsets[b + 1] - offsets[b]
+    if size_a == 0 or size_b == 0:
+        return False, np.nan
+    dot, shared = _shared(states, offsets, weights, exponents, a, b)
+    if measure == COSINE:
+        similarity = min(1.0, max(-1.0, dot / math.sqrt(squared_norms[a] * squared_norms[b])))
+    else:
+        similarity = shared / (size_a + size_b - shared)
     return similarity >= value, similarity
 
 
