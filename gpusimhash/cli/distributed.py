@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -95,8 +96,14 @@ def _client(args: argparse.Namespace) -> Any:
             raise options.UserError(
                 f"cannot reach the Dask scheduler {args.scheduler}: {error}"
             ) from None
+    # the cores shared out: each worker's compiled loops and FAISS get cores / workers threads
+    threads = str(max(1, (os.cpu_count() or 1) // args.workers))
     cluster = LocalCluster(  # type: ignore[no-untyped-call]
-        n_workers=args.workers, threads_per_worker=1, processes=True, dashboard_address=":0"
+        n_workers=args.workers,
+        threads_per_worker=1,
+        processes=True,
+        dashboard_address=":0",
+        env={"NUMBA_NUM_THREADS": threads, "OMP_NUM_THREADS": threads},
     )
     return _Closing(Client(cluster), cluster)  # type: ignore[no-untyped-call]
 

@@ -1,0 +1,245 @@
+"""The distributed dedup on 1 and 2 worker processes, against one machine, with a paper estimate.
+
+Generates ``--docs`` synthetic documents (`gpusimhash.datasets.synth`, default spec, seed 1)
+into ``--parts`` JSONL partitions (and one file for the single-machine run), then times
+`gpusimhash.distributed.dedup` (128 bits, radius 3) on a process LocalCluster of each
+``--workers`` count (one thread per worker, and its compiled loops and FAISS on one core), after
+a warm-up run that imports and compiles on every worker. Records
+the wall time and stage times, each worker's peak resident memory (sampled every 0.2 s), the
+bytes each shuffle produced (per document and table), the bytes the workers actually fetched
+from each other, and whether the kept documents and the duplicates report are byte-identical
+to the single-machine `dedup_file` on the one file. From the measured per-document costs it
+prints what 100M and 1B documents would need.
+
+    flock /work/scratch/bench.lock python bench/bench_distributed.py [--docs 2000000]
+
+Writes ``bench/results/distributed_cpu.json`` (``distributed_cpu_<docs>.json`` for other sizes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import print_table, write_json
+
+from gpusimhash.datasets.synth import CorpusSpec, generate
+from gpusimhash.dedup.pipeline import dedup_file
+from gpusimhash.distributed import dedup
+
+# 4 tables of 32 bits. Radius 7 (8 tables of 16 bits) gives ~100M candidate pairs of codes at 2M
+# of these documents (1.45M at 200k, 8M at 500k): over 13 GB in one worker, verified one by one
+SETTINGS = {"bits": 128, "max_distance": 3, "id_field": "id"}
+# each worker process on one core: its compiled loops (Numba) and FAISS single-threaded, so that
+# 1 worker uses one core and 2 workers two (the one-machine run uses every core)
+ONE_CORE = {"NUMBA_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+
+
+def write_corpus(folder: Path, n_docs: int, n_parts: int) -> Path:
+    """Write the corpus as ``n_parts`` JSONL files and as ``all.jsonl`` (once per size)."""
+    done = folder / "complete"
+    if done.exists():
+        return folder
+    folder.mkdir(parents=True, exist_ok=True)
+    bounds = [n_docs * p // n_parts for p in range(n_parts + 1)]
+    parts = folder / "parts"
+    parts.mkdir(exist_ok=True)
+    with open(folder / "all.jsonl", "w") as whole:
+        handle = None
+        for doc in generate(CorpusSpec(n_docs=n_docs, seed=1)):
+            part = next(p for p in range(n_parts) if doc.id < bounds[p + 1])
+            if doc.id == bounds[part]:
+                if handle is not None:
+                    handle.close()
+                handle = open(parts / f"part-{part:03d}.jsonl", "w")  # noqa: SIM115
+            line = json.dumps({"id": doc.id, "text": doc.text}) + "\n"
+            whole.write(line)
+            handle.write(line)
+        handle.close()
+    done.write_text("")
+    return folder
+
+
+def _rss() -> int:
+    import psutil
+
+    return int(psutil.Process().memory_info().rss)
+
+
+def _fetched(dask_worker) -> int:
+    return int(sum(entry["total"] for entry in dask_worker.transfer_incoming_log))
+
+
+class PeakMemory:
+    """Sample every worker's resident memory in a thread; keep each worker's peak."""
+
+    def __init__(self, client) -> None:
+        self.client, self.peak, self._stop = client, {}, threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _sample(self) -> None:
+        while not self._stop.is_set():
+            # a worker busy or restarting is sampled next time
+            with contextlib.suppress(Exception):
+                for worker, rss in self.client.run(_rss).items():
+                    self.peak[worker] = max(self.peak.get(worker, 0), rss)
+            self._stop.wait(0.2)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def run_cluster(n_workers: int, folder: Path, out: Path) -> dict:
+    """Time the distributed dedup on a fresh local cluster of ``n_workers`` processes."""
+    from distributed import Client, LocalCluster
+
+    with (
+        LocalCluster(
+            n_workers=n_workers,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=":0",
+            env=ONE_CORE,
+        ) as cluster,
+        Client(cluster) as client,
+    ):
+        dedup(folder / "warmup", out / "warmup", client=client, **SETTINGS)
+        idle = client.run(_rss)
+        fetched_before = sum(client.run(_fetched).values())
+        with PeakMemory(client) as memory:
+            start = time.perf_counter()
+            result = dedup(folder / "parts", out / f"workers{n_workers}", client=client, **SETTINGS)
+            seconds = time.perf_counter() - start
+        fetched = sum(client.run(_fetched).values()) - fetched_before
+    summary = result.summary
+    return {
+        "workers": n_workers,
+        "seconds": round(seconds, 2),
+        "timings_s": summary["timings_s"],
+        "peak_rss_per_worker_bytes": sorted(memory.peak.values()),
+        "idle_rss_per_worker_bytes": sorted(idle.values()),
+        "shuffle": summary["distributed"],
+        "fetched_between_workers_bytes": fetched,
+        "results": summary["results"],
+    }
+
+
+def same_outputs(single: Path, spread: Path) -> bool:
+    """Whether the kept documents and the duplicates report are byte-identical."""
+    kept = b"".join(p.read_bytes() for p in sorted((spread / "kept").iterdir()))
+    return kept == (single / "kept.jsonl").read_bytes() and (
+        (spread / "duplicates.jsonl").read_bytes() == (single / "duplicates.jsonl").read_bytes()
+    )
+
+
+def estimate(rows: list[dict], n_docs: int) -> list[dict]:
+    """What 100M and 1B documents need, from the measured per-document costs."""
+    one = next(r for r in rows if r["workers"] == 1)
+    two = next((r for r in rows if r["workers"] == 2), one)
+    efficiency = one["seconds"] / (2 * two["seconds"]) if two is not one else 1.0
+    core_seconds = one["seconds"] / n_docs  # one worker process, one core
+    growth = one["peak_rss_per_worker_bytes"][0] - one["idle_rss_per_worker_bytes"][0]
+    memory_per_doc = growth / n_docs
+    shuffle = one["shuffle"]
+    shuffle_per_doc = (shuffle["collapse_shuffle_bytes"] + shuffle["table_shuffle_bytes"]) / n_docs
+    pairs_per_doc = one["results"]["removed"] / n_docs  # verified pairs gathered, at least
+    out = []
+    for total in (100_000_000, 1_000_000_000):
+        workers = max(2, -(-int(total * memory_per_doc) // (16 * 2**30)))  # 16 GiB per worker
+        out.append(
+            {
+                "documents": f"{total:,}",
+                "workers (16 GiB each)": workers,
+                "worker memory GiB": round(total * memory_per_doc / workers / 2**30, 1),
+                "shuffle GB": round(total * shuffle_per_doc / 1e9, 1),
+                "driver pairs GB": round(total * pairs_per_doc * 24 / 1e9, 2),
+                "hours": round(total * core_seconds / (workers * efficiency) / 3600, 2),
+            }
+        )
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--docs", type=int, default=2_000_000)
+    parser.add_argument("--parts", type=int, default=16)
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--data", type=Path, default=Path("/tmp/gpusimhash-bench-distributed"))
+    parser.add_argument("--no-single", action="store_true", help="skip the one-machine run")
+    args = parser.parse_args()
+    folder = write_corpus(args.data / str(args.docs), args.docs, args.parts)
+    write_corpus(folder / "warmup", 2_000, 2)
+    (folder / "warmup" / "all.jsonl").unlink(missing_ok=True)
+    (folder / "warmup" / "warmup").mkdir(exist_ok=True)
+    for part in sorted((folder / "warmup" / "parts").iterdir()):
+        part.replace(folder / "warmup" / "warmup" / part.name)
+    out = args.data / f"out-{args.docs}"
+    rows = [run_cluster(n, folder, out) for n in args.workers]
+    single = None
+    if not args.no_single:
+        start = time.perf_counter()
+        result = dedup_file(folder / "all.jsonl", out / "single", **SETTINGS)
+        single = {
+            "seconds": round(time.perf_counter() - start, 2),
+            "timings_s": result.summary["timings_s"],
+            "results": result.summary["results"],
+        }
+        for row in rows:
+            row["identical_to_single"] = same_outputs(
+                out / "single", out / f"workers{row['workers']}"
+            )
+    base = rows[0]["seconds"]
+    table = [
+        {
+            "workers": r["workers"],
+            "seconds": r["seconds"],
+            "speedup": round(base / r["seconds"], 2),
+            "peak GiB per worker": " ".join(
+                f"{b / 2**30:.2f}" for b in r["peak_rss_per_worker_bytes"]
+            ),
+            "table B/doc/table": r["shuffle"]["table_shuffle_bytes_per_document_per_table"],
+            "collapse B/doc": round(r["shuffle"]["collapse_shuffle_bytes"] / args.docs, 1),
+            "fetched MB": round(r["fetched_between_workers_bytes"] / 1e6, 1),
+            "identical": r.get("identical_to_single", "not checked"),
+        }
+        for r in rows
+    ]
+    print_table(table, list(table[0]))
+    if single is not None:
+        print(f"one machine (dedup_file, same settings): {single['seconds']} s")
+    paper = estimate(rows, args.docs)
+    print_table(paper, list(paper[0]))
+    name = "distributed_cpu.json" if args.docs == 2_000_000 else f"distributed_cpu_{args.docs}.json"
+    path = write_json(
+        name,
+        {
+            "docs": args.docs,
+            "parts": args.parts,
+            "settings": SETTINGS,
+            "runs": rows,
+            "single_machine": single,
+            "estimate": paper,
+            "estimate_assumptions": (
+                "per-document core seconds of the 1-worker run, divided by workers times the "
+                "measured 2-worker efficiency; worker memory from the 1-worker peak minus its "
+                "idle resident memory; 16 GiB per worker; shuffle bytes as measured per "
+                "document; 24 bytes per gathered verified pair, one pair per removed document"
+            ),
+        },
+    )
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
