@@ -8,14 +8,25 @@ radius), and verified cosine 0.9. Records stage timings, removals, the largest c
 removed documents below the threshold against their kept one.
 
     python bench/bench_dedup_verify.py [CORPUS] [--docs 100000] [--settings 1 3]
+    python bench/bench_dedup_verify.py --synthetic 1000000 3000000
 
 ``--docs 0`` reads the whole corpus; ``--settings`` picks settings by number (0 to 4). Writes
 ``bench/results/dedup_verify_cpu.json`` (``dedup_verify_cpu_<docs>.json`` for other sizes).
+
+``--synthetic N ...`` instead runs the CLI (``python -m gpusimhash dedup``, one process per run)
+on the first N documents of the generator's default corpus (``gpusimhash.datasets.synth``, one
+JSONL line each) at 64 bits and radius 3, verified (star clusters) and not (components), and
+on its first 1,000 documents for the floor; each process reports its own peak resident memory
+(``getrusage``), so bytes per document are ``(peak - floor) / (N - 1000)``. Writes
+``bench/results/dedup_verify_synth.json``.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -24,6 +35,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import DEFAULT_CORPUS, load_lines, print_table, write_json
 
+from gpusimhash.datasets.synth import CorpusSpec, generate
 from gpusimhash.dedup.pipeline import dedup_file
 
 SETTINGS = {
@@ -43,6 +55,21 @@ SETTINGS = {
     "verified cosine 0.8, candidate recall 0.5": {"bits": 256, "candidate_recall": 0.5},
     "verified cosine 0.9": {"bits": 256, "min_cosine": 0.9},
 }
+SYNTHETIC = {
+    "64 bits radius 3, verified cosine 0.8, stars": ["--bits", "64", "--max-distance", "3"],
+    "64 bits radius 3, not verified, components": [
+        *("--bits", "64", "--max-distance", "3", "--no-verify", "--cluster", "components")
+    ],
+}
+# runs the CLI in this process and prints its peak resident memory (KiB) on stderr, last line
+CHILD = (
+    "import json, resource, sys\n"
+    "from gpusimhash.cli import main\n"
+    "code = main(sys.argv[1:])\n"
+    "peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+    "print(json.dumps({'peak_kib': peak}), file=sys.stderr)\n"
+    "sys.exit(code)\n"
+)
 RESULTS = (
     "removed",
     "largest_cluster",
@@ -54,6 +81,78 @@ RESULTS = (
 )
 
 
+def write_synthetic(path: Path, n: int) -> None:
+    """Write the first ``n`` documents of the default synthetic corpus as JSONL."""
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.writelines(
+            json.dumps({"id": doc.id, "text": doc.text}) + "\n"
+            for doc in generate(CorpusSpec(n_docs=n))
+        )
+
+
+def run_cli(path: Path, out: Path, options: list[str]) -> tuple[float, int, dict]:
+    """Run ``dedup`` in a fresh process: wall seconds, peak resident KiB, the summary."""
+    command = [sys.executable, "-c", CHILD, "dedup", str(path), "--out", str(out)]
+    command += [*options, "--force", "--no-report", "-q", "--json"]
+    begin = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    seconds = time.perf_counter() - begin
+    if done.returncode:
+        raise RuntimeError(f"{' '.join(command[3:])} failed: {done.stderr.strip()}")
+    peak = json.loads(done.stderr.strip().splitlines()[-1])["peak_kib"]
+    return seconds, peak, json.loads(done.stdout)
+
+
+def synthetic(sizes: list[int]) -> None:
+    """Time and peak memory of verified and unverified dedup on synthetic corpora."""
+    rows = []
+    with tempfile.TemporaryDirectory() as folder:
+        floor_path = Path(folder) / "floor.jsonl"
+        write_synthetic(floor_path, 1000)
+        for n in sizes:
+            path = Path(folder) / f"synth{n}.jsonl"
+            write_synthetic(path, n)
+            for k, (name, options) in enumerate(SYNTHETIC.items()):
+                _, floor, _ = run_cli(floor_path, Path(folder) / f"floor{n}-{k}", options)
+                seconds, peak, summary = run_cli(path, Path(folder) / f"out{n}-{k}", options)
+                results, timings = summary["results"], summary["timings_s"]
+                rows.append(
+                    {
+                        "docs": n,
+                        "setting": name,
+                        "seconds": round(seconds, 1),
+                        "join_s": timings["join"],
+                        "verify_s": timings["verify"],
+                        "peak_kib": peak,
+                        "floor_kib": floor,
+                        "bytes_per_doc": round((peak - floor) * 1024 / (n - 1000)),
+                        "estimated_candidate_pairs": summary["settings"][
+                            "estimated_candidate_pairs"
+                        ],
+                        "candidate_code_pairs": results["candidate_code_pairs"],
+                        "pairs_verified": results["pairs_verified"],
+                        "load_average": os.getloadavg()[0],
+                        **{key: results[key] for key in RESULTS},
+                    }
+                )
+                print(rows[-1], flush=True)
+    print_table(
+        rows,
+        [
+            "docs",
+            "setting",
+            "seconds",
+            "join_s",
+            "verify_s",
+            "bytes_per_doc",
+            "candidate_code_pairs",
+            "pairs_verified",
+            "removed",
+        ],
+    )
+    write_json("dedup_verify_synth.json", {"results": rows})
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("corpus", nargs="?", type=Path, default=DEFAULT_CORPUS)
@@ -61,7 +160,13 @@ def main() -> None:
     parser.add_argument(
         "--settings", type=int, nargs="+", default=list(range(len(SETTINGS))), help="by number"
     )
+    parser.add_argument(
+        "--synthetic", type=int, nargs="+", help="synthetic corpora of these sizes, via the CLI"
+    )
     args = parser.parse_args()
+    if args.synthetic:
+        synthetic(args.synthetic)
+        return
     lines = load_lines(args.corpus, args.docs or None)
     chosen = [list(SETTINGS.items())[k] for k in args.settings]
     rows = []
@@ -81,6 +186,8 @@ def main() -> None:
                     "seconds": round(seconds, 2),
                     "join_s": summary["timings_s"]["join"],
                     "verify_s": summary["timings_s"]["verify"],
+                    "pairs_verified": summary["results"]["pairs_verified"],
+                    "load_average": os.getloadavg()[0],
                     **{key: summary["results"][key] for key in RESULTS},
                 }
             )
