@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from gpusimhash._cpu._mih_loops import _link, _root
 
@@ -116,6 +116,73 @@ def _passes(
     return similarity >= value, similarity
 
 
+@njit(cache=True, nogil=True, parallel=True)
+def _tentative_passes(
+    tentative: np.ndarray,
+    rank: np.ndarray,
+    slots: np.ndarray,
+    kept: np.ndarray,
+    unit_code: np.ndarray,
+    code_offsets: np.ndarray,
+    code_units: np.ndarray,
+    live: np.ndarray,
+    adjacency_offsets: np.ndarray,
+    adjacency: np.ndarray,
+    local: np.ndarray,
+    states: np.ndarray,
+    offsets: np.ndarray,
+    weights: np.ndarray,
+    exponents: np.ndarray,
+    squared_norms: np.ndarray,
+    measure: int,
+    value: float,
+    found_units: np.ndarray,
+    found_similarity: np.ndarray,
+    found_count: np.ndarray,
+    verified_count: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """Verify each tentative centre against its candidates unassigned now, centres in parallel.
+
+    Centre ``k`` writes the candidates that pass (and their similarity) from ``slots[k]`` on,
+    their number to ``found_count[k]`` and the pairs it compared to ``verified_count[k]``.
+    A candidate that is an earlier tentative centre (``0 <= rank[unit] < k``) is skipped: by
+    centre ``k``'s turn it is assigned either way (a centre, or taken). Nothing shared is
+    written: ``kept`` and the unit lists are only read.
+    """
+    for k in prange(tentative.size):
+        centre = tentative[k]
+        code = unit_code[centre]
+        write = slots[k]
+        compared = 0
+        if code >= 0:
+            a = local[centre]
+            for e in range(adjacency_offsets[code] - 1, adjacency_offsets[code + 1]):
+                other = code if e < adjacency_offsets[code] else adjacency[e]
+                lo = code_offsets[other]
+                for t in range(lo, lo + live[other]):
+                    unit = code_units[t]
+                    if kept[unit] != -1 or (rank[unit] != -1 and rank[unit] <= k):
+                        continue
+                    ok, value_of_pair = _passes(
+                        states,
+                        offsets,
+                        weights,
+                        exponents,
+                        squared_norms,
+                        a,
+                        local[unit],
+                        measure,
+                        value,
+                    )
+                    compared += measure != NOT_VERIFIED
+                    if ok:
+                        found_units[write] = unit
+                        found_similarity[write] = value_of_pair
+                        write += 1
+        found_count[k] = write - slots[k]
+        verified_count[k] = compared
+
+
 @njit(cache=True, nogil=True)
 def lazy_star(
     order: np.ndarray,
@@ -132,54 +199,105 @@ def lazy_star(
     squared_norms: np.ndarray,
     measure: int,
     value: float,
+    batch: int,
 ) -> tuple[np.ndarray, np.ndarray, int]:  # pragma: no cover - compiled
-    """Star clusters of units visited in ``order``, verifying lazily.
+    """Star clusters of units visited in ``order``, verifying lazily, ``batch`` centres at a time.
 
-    ``unit_code`` is each unit's code (-1 for a unit in no candidate pair); ``code_units`` is
-    modified (compacted). Returns the kept unit of every unit (itself when kept), each unit's
-    similarity to it (1.0 when kept) and the number of pairs verified.
+    The next ``batch`` unassigned units are tentative centres, each verified in parallel
+    against its candidates unassigned at that point (`_tentative_passes`); then, in order, a
+    tentative centre still unassigned becomes a centre and takes those of its passing
+    candidates still unassigned. That is exactly the one-centre-at-a-time result: a centre's
+    candidates assigned since the batch began are skipped, as they would not have been
+    compared, and a tentative centre taken by an earlier one is no centre (its comparisons are
+    wasted, and not counted). No pair is compared twice: a centre skips the earlier tentative
+    centres of its batch, assigned by its turn either way. ``unit_code`` is each unit's code (-1 for a unit in no candidate
+    pair); ``code_units`` is modified (assigned units compacted out of the lists a centre
+    scanned). Returns the kept unit of every unit (itself when kept), each unit's similarity to
+    it (1.0 when kept) and the number of pairs compared for the centres.
     """
     n_units = unit_code.size
     kept = np.full(n_units, -1, dtype=np.int64)
     similarity = np.ones(n_units, dtype=np.float64)
     live = np.diff(code_offsets)
     verified = 0
-    for position in range(order.size):
-        centre = order[position]
-        if kept[centre] != -1:
-            continue
-        kept[centre] = centre
-        code = unit_code[centre]
-        if code < 0:
-            continue
-        a = local[centre]
-        for k in range(adjacency_offsets[code] - 1, adjacency_offsets[code + 1]):
-            other = code if k < adjacency_offsets[code] else adjacency[k]
-            lo = code_offsets[other]
-            write = lo
-            for t in range(lo, lo + live[other]):
-                unit = code_units[t]
-                if kept[unit] != -1:
-                    continue  # assigned: dropped from the list
-                ok, value_of_pair = _passes(
-                    states,
-                    offsets,
-                    weights,
-                    exponents,
-                    squared_norms,
-                    a,
-                    local[unit],
-                    measure,
-                    value,
-                )
-                verified += measure != NOT_VERIFIED
-                if ok:
+    rank = np.full(n_units, -1, dtype=np.int64)  # position among the tentative centres
+    tentative = np.empty(batch, dtype=np.int64)
+    slots = np.empty(batch + 1, dtype=np.int64)
+    found_count = np.empty(batch, dtype=np.int64)
+    verified_count = np.empty(batch, dtype=np.int64)
+    found_units = np.empty(1024, dtype=np.int64)
+    found_similarity = np.empty(1024, dtype=np.float64)
+    position = 0
+    while position < order.size:
+        n_tentative = 0
+        slots[0] = 0
+        while n_tentative < batch and position < order.size:
+            unit = order[position]
+            position += 1
+            if kept[unit] != -1:
+                continue
+            tentative[n_tentative] = unit
+            rank[unit] = n_tentative
+            room = 0
+            code = unit_code[unit]
+            if code >= 0:
+                for e in range(adjacency_offsets[code] - 1, adjacency_offsets[code + 1]):
+                    room += live[code if e < adjacency_offsets[code] else adjacency[e]]
+            slots[n_tentative + 1] = slots[n_tentative] + room
+            n_tentative += 1
+        if slots[n_tentative] > found_units.size:
+            found_units = np.empty(2 * slots[n_tentative], dtype=np.int64)
+            found_similarity = np.empty(2 * slots[n_tentative], dtype=np.float64)
+        _tentative_passes(
+            tentative[:n_tentative],
+            rank,
+            slots,
+            kept,
+            unit_code,
+            code_offsets,
+            code_units,
+            live,
+            adjacency_offsets,
+            adjacency,
+            local,
+            states,
+            offsets,
+            weights,
+            exponents,
+            squared_norms,
+            measure,
+            value,
+            found_units,
+            found_similarity,
+            found_count,
+            verified_count,
+        )
+        for k in range(n_tentative):
+            rank[tentative[k]] = -1
+        for k in range(n_tentative):
+            centre = tentative[k]
+            if kept[centre] != -1:
+                continue
+            kept[centre] = centre
+            verified += verified_count[k]
+            for w in range(slots[k], slots[k] + found_count[k]):
+                unit = found_units[w]
+                if kept[unit] == -1:
                     kept[unit] = centre
-                    similarity[unit] = value_of_pair
-                else:
-                    code_units[write] = unit
-                    write += 1
-            live[other] = write - lo
+                    similarity[unit] = found_similarity[w]
+            code = unit_code[centre]
+            if code < 0:
+                continue
+            for e in range(adjacency_offsets[code] - 1, adjacency_offsets[code + 1]):
+                other = code if e < adjacency_offsets[code] else adjacency[e]
+                lo = code_offsets[other]
+                write = lo
+                for t in range(lo, lo + live[other]):
+                    unit = code_units[t]
+                    if kept[unit] == -1:  # assigned units are dropped from the list
+                        code_units[write] = unit
+                        write += 1
+                live[other] = write - lo
     return kept, similarity, verified
 
 

@@ -27,6 +27,7 @@ from gpusimhash._cpu._cluster_loops import (
     lazy_components,
     lazy_star,
 )
+from gpusimhash._cpu._runtime import parallel_call
 from gpusimhash.search._join import first_seen_labels
 from gpusimhash.search.clusters import StarClusters, policy_order, star_documents, star_order
 from gpusimhash.search.graph import CodeGraph
@@ -35,6 +36,8 @@ from gpusimhash.search.verify import DocumentFeatures, feature_units
 __all__ = ["UnitGraph", "graph_components", "graph_stars", "unit_graph"]
 
 _MEASURES = {None: NOT_VERIFIED, "cosine": COSINE, "jaccard": JACCARD}
+# units verified against their candidates at once, in parallel, by the star loop
+_TENTATIVE_CENTRES = 128
 
 
 @dataclass(frozen=True)
@@ -209,7 +212,9 @@ def graph_stars(
         rank[policy_order(n, policy=policy, lengths=lengths, scores=scores)] = np.arange(n)
         best, order = star_order(units.unit, units.n_units, rank)
     star: Any = lazy_star  # compiled: called with the shared arguments unpacked
-    unit_kept, unit_similarity, verified = star(order, *arguments, float(value))
+    unit_kept, unit_similarity, verified = parallel_call(
+        star, order, *arguments, float(value), _TENTATIVE_CENTRES
+    )
     return star_documents(units.unit, best, unit_kept, unit_similarity), int(verified)
 
 

@@ -1,9 +1,12 @@
+import contextlib
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpusimhash import fingerprint
+from gpusimhash.search import graph_clusters
 from gpusimhash.search._join import first_seen_labels
 from gpusimhash.search.clusters import cluster_labels, group_labels, star_clusters
 from gpusimhash.search.exact import near_duplicate_graph, near_duplicate_groups
@@ -52,6 +55,17 @@ def setup(docs, bits, radius, verify=True, empty=False):
     return groups, graph, local, rows, units
 
 
+@contextlib.contextmanager
+def tentative_centres(batch):
+    """Run the star loop with batches of ``batch`` tentative centres."""
+    saved = graph_clusters._TENTATIVE_CENTRES
+    graph_clusters._TENTATIVE_CENTRES = batch
+    try:
+        yield
+    finally:
+        graph_clusters._TENTATIVE_CENTRES = saved
+
+
 def assert_same_stars(got, want):
     np.testing.assert_array_equal(got.labels, want.labels)
     np.testing.assert_array_equal(got.kept_for, want.kept_for)
@@ -67,9 +81,10 @@ def assert_same_stars(got, want):
     st.sampled_from([0.5, 0.8, 1.0]),
     st.sampled_from(["first", "longest"]),
     st.booleans(),
+    st.sampled_from([1, 2, 5, 128]),
 )
 def test_lazy_stars_equal_stars_of_every_verified_pair(
-    docs, bits, radius, measure, value, policy, empty
+    docs, bits, radius, measure, value, policy, empty, batch
 ):
     groups, graph, local, rows, units = setup(docs, bits, radius, empty=empty)
     lengths = [len(d) % 4 for d in docs]  # many ties: the policy's tie-break matters
@@ -83,21 +98,29 @@ def test_lazy_stars_equal_stars_of_every_verified_pair(
         policy=policy,
         lengths=lengths,
     )
-    got, verified = graph_stars(
-        graph, units, local, measure=measure, value=value, policy=policy, lengths=lengths
-    )
+    with tentative_centres(batch):
+        got, verified = graph_stars(
+            graph, units, local, measure=measure, value=value, policy=policy, lengths=lengths
+        )
     assert_same_stars(got, want)
     np.testing.assert_array_equal(units.unit, found.unit)
     assert verified <= found.n_candidates
 
 
 @settings(max_examples=40)
-@given(corpora, st.sampled_from([8, 16]), st.integers(0, 16), st.sampled_from([0.5, 0.8]))
-def test_lazy_stars_equal_stars_of_expanded_document_pairs(docs, bits, radius, value):
+@given(
+    corpora,
+    st.sampled_from([8, 16]),
+    st.integers(0, 16),
+    st.sampled_from([0.5, 0.8]),
+    st.sampled_from([1, 3, 128]),
+)
+def test_lazy_stars_equal_stars_of_expanded_document_pairs(docs, bits, radius, value, batch):
     groups, graph, local, _rows, units = setup(docs, bits, radius)
     pairs, similarity = verify_pairs(docs, groups.pairs(), min_cosine=value)
     want = star_clusters(pairs, similarity, len(docs))
-    got, _ = graph_stars(graph, units, local, measure="cosine", value=value)
+    with tentative_centres(batch):
+        got, _ = graph_stars(graph, units, local, measure="cosine", value=value)
     np.testing.assert_array_equal(got.kept_for, want.kept_for)
     np.testing.assert_array_equal(got.labels, want.labels)
     # documents of one unit are 1.0 by definition; the expanded pair may round one ulp below
