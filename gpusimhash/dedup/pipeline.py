@@ -7,16 +7,19 @@ The stages, each timed by `StageTimer` and recorded in the summary's ``timings_s
    counts and, where asked for, text lengths, scores and ground-truth labels stay in memory.
    Each batch's merged features go to temporary files (`verification.feature_spill`: 12 bytes
    per distinct feature and 24 per document).
-2. ``join``: the pairs of distinct codes a radius would produce are estimated from a sample, and
-   a radius over budget is refused unless forced; then every pair of codes within the radius
-   (identical codes collapsed, featureless documents left out), exactly or with the approximate
-   join.
-3. ``verify``: the features of the documents in candidate pairs (only those) are read back, and
-   every candidate pair is verified on them (`gpusimhash.search.verify.verify_candidates`);
-   without verification the candidates are the near-duplicates.
-4. ``cluster``: star clusters (never chain) or connected components, one document kept per
-   cluster by the keep policy; every removed document's exact similarity to its kept one is
-   measured, and those below the threshold are counted (zero for verified stars).
+2. ``join``: the pairs of distinct codes a radius would produce are estimated from sampled
+   degrees, and a radius over budget is refused unless forced (and one whose pairs cannot fit
+   in the memory available, always); then every pair of distinct codes within the radius
+   (identical codes collapsed, featureless documents left out), exactly or with the
+   approximate join, as an int32 adjacency (`gpusimhash.search.graph.CodeGraph`).
+3. ``verify``: with verification, the features of the documents in candidate pairs (only
+   those) are read back, and the clustering verifies the candidate pairs it needs on them
+   (`gpusimhash.search.graph_clusters`: star clusters, or components, exactly those of
+   verifying every pair); without, the clusters come from the graph. Every removed document's
+   exact similarity to its kept one is measured, and those below the threshold are counted
+   (zero for verified stars). With ground truth, every candidate pair is also verified
+   (`gpusimhash.search.verify.verify_candidates`) for the pair scores.
+4. ``cluster``: cluster sizes, kept documents and membership.
 5. ``write``: read the file again and write the kept documents, whole records, in input order,
    and a duplicates file (one line per cluster of two or more documents, with its members,
    their Hamming distances and their exact similarities to the kept one).

@@ -6,13 +6,15 @@
 * `feature_spill` keeps every document's merged features out of memory during the fingerprint
   pass (12 bytes per distinct feature and 24 per document, in a temporary folder; 8 bytes per
   document stay in memory), and reads back only those of the documents in candidate pairs.
-* `check_budget` estimates the pairs the join will produce, from a sample of the distinct
-  codes, and refuses a threshold over budget with a one-line message.
-* `join_with_features` leaves featureless documents out of the join: each is a group of its own,
-  or all of them one group with ``empty_as_duplicates``.
+* `check_budget` estimates the pairs of distinct codes the join will produce, from sampled
+  degrees, and refuses a threshold over budget with a one-line message; `check_memory` refuses
+  an allocation that cannot fit in the memory available, before it is made.
+* `join_with_features` leaves featureless documents out of the join: each is a code of its own,
+  or all of them one code with ``empty_as_duplicates``.
 * `cluster_documents` makes star clusters (every removed document verified against the document
-  kept for it) or connected components, and measures every removed document's exact similarity
-  to its kept one, whatever the clustering, so a run can count those below the threshold.
+  kept for it) or connected components, verifying candidates inside the clustering, and
+  measures every removed document's exact similarity to its kept one, whatever the clustering,
+  so a run can count those below the threshold.
 """
 
 from __future__ import annotations
