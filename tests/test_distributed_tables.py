@@ -11,11 +11,10 @@ from gpusimhash.distributed import _tables as tables
 from gpusimhash.search.exact import near_duplicate_groups
 
 
-def _distributed_pairs(codes, radius, n_parts, n_tasks, hashes=None):
+def _distributed_pairs(codes, radius, n_parts, n_tasks):
     """Collapse and join as the cluster does, with every task run here."""
     n = codes.shape[0]
     words = code_words(codes)
-    hashes = np.zeros(n, np.uint64) if hashes is None else hashes
     rows = np.arange(n, dtype=np.int64)
     # partitions route their documents by code hash; the collapse tasks take every piece
     pieces = [[] for _ in range(n_tasks)]
@@ -23,29 +22,24 @@ def _distributed_pairs(codes, radius, n_parts, n_tasks, hashes=None):
         task = partitions.mix_words(words[part]) % np.uint64(n_tasks)
         for b in range(n_tasks):
             chosen = part[task == b]
-            pieces[b].append((chosen, words[chosen], hashes[chosen]))
+            pieces[b].append((chosen, words[chosen]))
     collapsed = [tables.collapse(p, words.shape[1]) for p in pieces]
-    both = np.concatenate([np.zeros((0, 2), np.int64), *(c.code_units for c in collapsed)])
-    code_units = both[np.lexsort((both[:, 1], both[:, 0]))]
     blocks = tables.pigeonhole_blocks(codes.shape[1] * 8, radius)
     split = [tables.table_pieces(c, blocks, n_tasks) for c in collapsed]
     found = [
-        tables.join_table(
-            [s[t][j] for s in split], t, blocks, codes.shape[1] * 8, radius, code_units
-        )
+        tables.join_table([s[t][j] for s in split], t, blocks, codes.shape[1] * 8, radius)
         for t in range(len(blocks))
         for j in range(n_tasks)
     ]
-    same = [c.same_code for c in collapsed]
-    return np.concatenate([np.zeros((0, 2), np.int64), *found, *same]), collapsed
+    return np.concatenate([np.zeros((0, 2), np.int64), *found]), collapsed
 
 
 def _expected_pairs(codes, radius):
-    """Pairs of distinct codes (named by their lowest row), lexicographically smaller first."""
+    """Pairs of distinct codes (named by their lowest row), lower row first."""
     groups = near_duplicate_groups(codes, max_distance=radius)
     lowest = np.full(groups.n_unique, codes.shape[0])
     np.minimum.at(lowest, groups.inverse, np.arange(codes.shape[0]))
-    return lowest[groups.unique_pairs]
+    return np.sort(lowest[groups.unique_pairs].reshape(-1, 2), axis=1)
 
 
 def _codes(draw_seed, n, n_bytes, flips):
@@ -71,7 +65,7 @@ def test_every_pair_once_from_exactly_one_table(seed, n, n_bytes, radius, n_part
     codes = _codes(seed, n, n_bytes, flips)
     found, _ = _distributed_pairs(codes, radius, n_parts, n_tasks)
     expected = _expected_pairs(codes, radius)
-    # each pair once, in the single-machine orientation
+    # each pair once, lower row first
     assert len(found) == len(np.unique(found, axis=0))
     assert sorted(map(tuple, found.tolist())) == sorted(map(tuple, expected.tolist()))
 
@@ -104,15 +98,14 @@ def test_sub_blocks_are_disjoint_enough_and_outside_the_table(bits, radius, lo, 
     assert max(covered[-1]) < bits
 
 
-def test_units_share_a_code_and_features():
-    codes = np.array([[5], [5], [5], [9], [5]], dtype=np.uint8)
-    hashes = np.array([1, 2, 1, 7, 2], dtype=np.uint64)
-    found, collapsed = _distributed_pairs(codes, 0, 2, 1, hashes)
+def test_documents_of_a_shared_code_are_members():
+    codes = np.array([[5], [5], [9], [5], [7]], dtype=np.uint8)
+    found, collapsed = _distributed_pairs(codes, 0, 2, 1)
     (c,) = collapsed
-    # units {0, 2} and {1, 4} of code 5: one same-code candidate pair, no pair of different codes
-    assert found.tolist() == [[0, 1]]
-    assert sorted(c.members.tolist()) == [[0, 0], [1, 1], [2, 0], [4, 1]]
-    assert c.code_units.tolist() == [[0, 0], [0, 1]]
+    assert found.tolist() == []
+    assert c.rows.tolist() == [0, 4, 2]  # lowest rows, in code order
+    assert sorted(c.members.tolist()) == [[0, 0], [1, 0], [3, 0]]
+    assert c.shared_codes().tolist() == [0]
 
 
 @pytest.mark.parametrize(("bits", "radius"), [(64, 3), (128, 7), (256, 2), (64, 64), (8, 9)])
@@ -133,33 +126,3 @@ def test_crowded_buckets_go_to_the_single_machine_join(monkeypatch, cap):
         expected = _expected_pairs(codes, radius)
         assert len(found) == len(np.unique(found, axis=0))
         assert sorted(map(tuple, found.tolist())) == sorted(map(tuple, expected.tolist()))
-
-
-def _expected_unit_pairs(codes, hashes, radius):
-    """Unit pairs: every unit of one code with every unit of a paired code, and within codes."""
-    groups = near_duplicate_groups(codes, max_distance=radius)
-    n = codes.shape[0]
-    lowest = np.full(groups.n_unique, n)
-    np.minimum.at(lowest, groups.inverse, np.arange(n))
-    units = {}
-    for row in range(n):
-        units.setdefault((int(groups.inverse[row]), int(hashes[row])), row)
-    by_code = {}
-    for (code, _), rep in sorted(units.items(), key=lambda item: item[1]):
-        by_code.setdefault(code, []).append(rep)
-    pairs = set()
-    for a, b in groups.unique_pairs.tolist():
-        pairs |= {(u, v) for u in by_code[a] for v in by_code[b]}
-    for reps in by_code.values():
-        pairs |= {(u, v) for k, u in enumerate(reps) for v in reps[k + 1 :]}
-    return pairs
-
-
-@settings(max_examples=25, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), n=st.integers(0, 200), radius=st.integers(0, 12))
-def test_units_of_paired_codes_are_all_paired(seed, n, radius):
-    codes = _codes(seed, n, 8, 0.03)
-    hashes = np.random.default_rng(seed).integers(0, 3, n).astype(np.uint64)
-    found, _ = _distributed_pairs(codes, radius, 3, 2, hashes)
-    assert len(found) == len(np.unique(found, axis=0))
-    assert set(map(tuple, found.tolist())) == _expected_unit_pairs(codes, hashes, radius)

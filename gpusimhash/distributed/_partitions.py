@@ -4,10 +4,10 @@ A partition is one input file. `fingerprint_part` reads it in batches exactly as
 single-machine first pass does (same reader, featurizer and fingerprint engine, so the same
 codes and the same errors) and keeps a `Part` in the worker's memory: the codes, the merged
 features that verification compares, and the lengths and scores the keep policy needs. Only
-small pieces of a `Part` ever leave its worker: the (row, code, feature hash) of its featured
-documents for the collapse, the features of the documents in candidate pairs, the codes and
-ids of clustered documents. `write_part` reads the file a second time and writes its kept
-records to one output part.
+small pieces of a `Part` ever leave its worker: the (row, code) of its featured documents for
+the collapse, the features, lengths and scores of the documents with candidates for the
+clustering, the codes and ids of clustered documents. `write_part` reads the file a second
+time and writes its kept records to one output part.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from typing import Any
 
 import numpy as np
 
-from gpusimhash._cpu._verify_loops import feature_hashes
 from gpusimhash.codes import code_words
 from gpusimhash.features import FeatureBatch
 from gpusimhash.fingerprinting import FingerprintSettings, resolve_device
@@ -39,7 +38,7 @@ __all__ = [
     "collapse_pieces",
     "fingerprint_part",
     "take_codes",
-    "take_features",
+    "take_documents",
     "write_part",
 ]
 
@@ -56,8 +55,6 @@ class ReadOptions:
         Numeric field of the ``"score"`` keep policy.
     jaccard : bool
         Fingerprint the feature sets (every weight 1), as a Jaccard threshold does.
-    verify : bool
-        Hash each document's features, so that identical documents form one unit.
     device : {"auto", "cpu", "gpu"}
         Where to fingerprint, resolved on each worker.
     """
@@ -68,7 +65,6 @@ class ReadOptions:
     batch_size: int
     score_field: str | None
     jaccard: bool
-    verify: bool
     device: str
 
     def batches(self, path: Path, *, records: bool) -> Any:
@@ -97,8 +93,6 @@ class Part:
         Fingerprints, in file order.
     features : DocumentFeatures
         Every document's merged features (12 bytes per distinct feature, 24 per document).
-    hashes : ndarray, shape (n,), dtype uint64
-        A hash of each document's features (0 without verification: the units are the codes).
     lengths : ndarray, shape (n,), dtype int64
         Text lengths, for ``keep="longest"``.
     scores : ndarray or None, shape (n,), dtype float64
@@ -109,7 +103,6 @@ class Part:
     state: FileState
     codes: np.ndarray
     features: DocumentFeatures
-    hashes: np.ndarray
     lengths: np.ndarray
     scores: np.ndarray | None
 
@@ -165,17 +158,11 @@ def fingerprint_part(path: Path, settings: FingerprintSettings, read: ReadOption
             FeatureBatch(np.zeros(0, np.uint32), np.zeros(1, np.int64), None)
         )
     )
-    hashes = (
-        feature_hashes(merged_all.states, merged_all.offsets, merged_all.weights)
-        if read.verify
-        else np.zeros(merged_all.n_docs, dtype=np.uint64)
-    )
     return Part(
         path=path,
         state=state,
         codes=np.concatenate(codes) if codes else np.zeros((0, width), np.uint8),
         features=merged_all,
-        hashes=np.asarray(hashes, dtype=np.uint64),
         lengths=np.concatenate(lengths) if lengths else np.zeros(0, np.int64),
         scores=(
             (np.concatenate(scores) if scores else np.zeros(0))
@@ -192,7 +179,7 @@ def part_size(part: Part) -> int:
 
 def collapse_pieces(
     part: Part, offset: int, n_tasks: int
-) -> tuple[list[tuple[np.ndarray, np.ndarray, np.ndarray]], np.ndarray]:
+) -> tuple[list[tuple[np.ndarray, np.ndarray]], np.ndarray]:
     """Split the featured documents of a partition by a hash of their code.
 
     Identical codes go to the same collapse task wherever they come from.
@@ -208,9 +195,9 @@ def collapse_pieces(
 
     Returns
     -------
-    pieces : list of (rows, words, hashes)
-        For each collapse task: global rows (int64), codes as uint64 words and feature hashes
-        (uint64) of its documents.
+    pieces : list of (rows, words)
+        For each collapse task: global rows (int64) and codes as uint64 words of its
+        documents.
     featureless : ndarray, dtype int64
         Global rows of the documents without features (never joined).
     """
@@ -221,10 +208,7 @@ def collapse_pieces(
     order = np.argsort(task, kind="stable")
     bounds = np.searchsorted(task[order], np.arange(n_tasks + 1))
     rows = local + offset
-    pieces = [
-        (rows[order[lo:hi]], words[order[lo:hi]], part.hashes[local[order[lo:hi]]])
-        for lo, hi in itertools.pairwise(bounds)
-    ]
+    pieces = [(rows[order[lo:hi]], words[order[lo:hi]]) for lo, hi in itertools.pairwise(bounds)]
     return pieces, np.flatnonzero(~has).astype(np.int64) + offset
 
 
@@ -245,21 +229,37 @@ def _splitmix(x: np.ndarray) -> np.ndarray:
         return x ^ (x >> np.uint64(31))
 
 
-def take_features(part: Part, rows: np.ndarray, offset: int) -> DocumentFeatures:
-    """Return the features of some documents of a partition (global rows, ascending)."""
-    return part.features.take(rows - offset)
-
-
 def take_codes(part: Part, rows: np.ndarray, offset: int) -> np.ndarray:
     """Return the codes of some documents of a partition (global rows)."""
     codes: np.ndarray = part.codes[rows - offset]
     return codes
 
 
-def take_policy(part: Part, rows: np.ndarray, offset: int) -> tuple[np.ndarray, np.ndarray | None]:
-    """Return the lengths and scores of some documents of a partition (global rows)."""
-    local = rows - offset
-    return part.lengths[local], None if part.scores is None else part.scores[local]
+def take_documents(
+    part: Part, rows: np.ndarray, offset: int
+) -> tuple[DocumentFeatures, np.ndarray, np.ndarray | None]:
+    """Return the features, lengths and scores of the partition's documents among some rows.
+
+    Parameters
+    ----------
+    part : Part
+        The partition.
+    rows : ndarray, dtype int64
+        Ascending global rows, of any partitions.
+    offset : int
+        Global row of the partition's first document.
+
+    Returns
+    -------
+    features : DocumentFeatures
+    lengths : ndarray, dtype int64
+    scores : ndarray or None, dtype float64
+        Of the rows in ``[offset, offset + part.n_docs)``, in order.
+    """
+    lo, hi = np.searchsorted(rows, [offset, offset + part.n_docs])
+    local = rows[lo:hi] - offset
+    scores = None if part.scores is None else part.scores[local]
+    return part.features.take(local), part.lengths[local], scores
 
 
 def write_part(

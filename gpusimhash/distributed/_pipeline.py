@@ -4,19 +4,18 @@ Stages (task keys ``gpusimhash-<stage>-<run>-...``):
 
 1. ``fingerprint``: each partition (one input file) is read, featurized and fingerprinted on
    a worker and stays there (`Part`); the driver learns only its number of documents.
-2. ``collapse``: (row, code, feature hash) of every featured document, 32 bytes at 128 bits,
-   shuffled by code; identical codes collapse to one, identical documents to one unit.
+2. ``collapse``: (row, code) of every featured document, 24 bytes at 128 bits, shuffled by
+   code; identical codes collapse to one.
 3. ``table``: for each of the ``r + 1`` pigeonhole tables, (row, code) of every distinct code,
    24 bytes at 128 bits, shuffled by the table's key; each task joins its buckets and keeps
-   the pairs no earlier table found (`gpusimhash.distributed._tables`).
-4. ``verify``: candidate pairs of units go to the partition of their first document and are
-   verified there on the features (`gpusimhash.distributed._verify`).
-5. ``cluster``: the verified pairs (24 bytes each: two rows and the similarity), the members of
-   units of two or more documents (16 bytes each) and the keep-policy values of the documents
-   in them (8 bytes) are gathered on the driver, which runs the single-machine star clustering
-   (or connected components) on them: clustering is sequential, and these are all it needs.
-   The similarity of every removed document to its kept one is then measured on the workers.
-6. ``write``: each partition writes its kept records to its own output part; the driver writes
+   the pairs of distinct codes no earlier table found (`gpusimhash.distributed._tables`).
+4. ``cluster``: the driver gathers those pairs (16 bytes each) and the codes of two or more
+   documents, labels the connected components of the candidate graph and deals them to
+   groups; the documents of each group, with their features, lengths and scores, go to one
+   task, which runs the single-machine clustering on them: candidates verified lazily inside
+   the star loop (`gpusimhash.distributed._groups`). Only (row, kept row, similarity) of the
+   removed documents come back.
+5. ``write``: each partition writes its kept records to its own output part; the driver writes
    the duplicates report from the ids and codes of the clustered documents only.
 """
 
@@ -34,13 +33,12 @@ import numpy as np
 
 from gpusimhash.codes import hamming
 from gpusimhash.dedup.pipeline import DedupOptions, _has_id_field
+from gpusimhash.distributed import _groups as groups
 from gpusimhash.distributed import _partitions as partitions
 from gpusimhash.distributed import _tables as tables
-from gpusimhash.distributed._verify import pair_similarities, route_pairs
 from gpusimhash.fingerprinting import FingerprintSettings
 from gpusimhash.io.inputs import STDIN, input_files
 from gpusimhash.io.writers import RecordWriter, write_json
-from gpusimhash.search.clusters import cluster_labels, keep_one, star_clusters
 from gpusimhash.text import TextFeaturizer
 
 __all__ = ["DistributedResult", "dedup"]
@@ -190,17 +188,6 @@ def _nbytes(value: Any) -> int:
     return 0
 
 
-def _code_units(*collapsed: tables.Collapsed) -> np.ndarray:
-    """Every collapse task's (code, unit) map, sorted."""
-    both = np.concatenate([np.zeros((0, 2), np.int64), *(c.code_units for c in collapsed)])
-    return both[np.lexsort((both[:, 1], both[:, 0]))]
-
-
-def _members(collapsed: tables.Collapsed) -> tuple[np.ndarray, int]:
-    """Return the members of a collapse task's units, and its number of distinct codes."""
-    return collapsed.members, int(collapsed.rows.size)
-
-
 @dataclass
 class _Run:
     """One distributed deduplication: the inputs, the cluster and the futures of each stage."""
@@ -230,7 +217,6 @@ class _Run:
             batch_size=options.batch_size,
             score_field=options.score_field,
             jaccard=self.limit.measure == "jaccard",
-            verify=self.limit.verify,
             device=options.device,
         )
         self.read = read
@@ -250,11 +236,10 @@ class _Run:
         self.offsets = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]).astype(np.int64)
         timings["fingerprint"] = time.perf_counter() - clock
         clock = time.perf_counter()
-        pairs, similarity, members, featureless, stats = self._join_and_verify()
-        timings["join_verify"] = time.perf_counter() - clock
+        stats = self._join()
+        timings["join"] = time.perf_counter() - clock
         clock = time.perf_counter()
-        removed, kept_for, clusters = self._cluster(pairs, similarity, members, featureless)
-        to_kept = self._similarity_to_kept(removed, kept_for)
+        removed, kept_for, to_kept, clusters = self._cluster(stats)
         timings["cluster"] = time.perf_counter() - clock
         clock = time.perf_counter()
         files = self._write(removed, kept_for, clusters, to_kept)
@@ -264,17 +249,15 @@ class _Run:
         write_json(self.out_dir / "summary.json", summary)
         return DistributedResult(summary, removed, kept_for, clusters)
 
-    # ------------------------------------------------------------ join and verify
+    # ------------------------------------------------------------ join
 
-    def _join_and_verify(
-        self,
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        """Collapse, join every table and verify; gather the verified pairs of units."""
+    def _join(self) -> dict[str, Any]:
+        """Collapse identical codes and join every table; keep the futures of both."""
         client, bits = self.client, self.settings.bits
         n_parts = len(self.paths)
-        n_workers = max(1, len(client.scheduler_info().get("workers", {})))
+        self.n_workers = max(1, len(client.scheduler_info().get("workers", {})))
         # tasks per shuffle: two per worker, more for a big corpus, never more than partitions
-        wanted = max(2 * n_workers, -(-int(self.offsets[-1]) // _TASK_DOCUMENTS))
+        wanted = max(2 * self.n_workers, -(-int(self.offsets[-1]) // _TASK_DOCUMENTS))
         n_tasks = max(1, min(n_parts, wanted))
         n_words = -(-bits // 64)
         split = [
@@ -287,7 +270,7 @@ class _Run:
             )
             for p, part in enumerate(self.parts)
         ]
-        collapsed = [
+        self.collapsed = [
             client.submit(
                 tables.collapse,
                 [
@@ -299,13 +282,12 @@ class _Run:
             )
             for b in range(n_tasks)
         ]
-        code_units = client.submit(_code_units, *collapsed, key=self.key("code-units"))
         blocks = tables.pigeonhole_blocks(bits, self.limit.radius)
         pieces = [
             client.submit(tables.table_pieces, c, blocks, n_tasks, key=self.key("table-split", b))
-            for b, c in enumerate(collapsed)
+            for b, c in enumerate(self.collapsed)
         ]
-        candidates = [
+        self.candidates = [
             client.submit(
                 tables.join_table,
                 [
@@ -316,125 +298,105 @@ class _Run:
                 blocks,
                 bits,
                 self.limit.radius,
-                code_units,
                 key=self.key("table", t, j),
             )
             for t in range(len(blocks))
             for j in range(n_tasks)
         ]
-        same_code = [
-            client.submit(_piece_attribute, c, "same_code", key=self.key("same-code", b))
-            for b, c in enumerate(collapsed)
-        ]
-        routes = [
-            client.submit(route_pairs, c, self.offsets, key=self.key("route", k))
-            for k, c in enumerate([*same_code, *candidates])
-        ]
-        routed = [
-            [
-                client.submit(_piece, r, d, key=self.key("routed", k, d))
-                for k, r in enumerate(routes)
-            ]
-            for d in range(n_parts)
-        ]
-        stats = {
+        self.featureless = np.concatenate(
+            [np.zeros(0, np.int64), *client.gather([client.submit(_piece, s, 1) for s in split])]
+        )
+        return {
             "collapse_bytes": sum(client.gather([client.submit(_nbytes, s) for s in split])),
             "table_bytes": sum(client.gather([client.submit(_nbytes, p) for p in pieces])),
             "tables": len(blocks),
             "blocks": [list(b) for b in blocks],
+            "distinct_codes": sum(
+                client.gather([client.submit(_distinct, c) for c in self.collapsed])
+            ),
         }
-        if self.limit.verify:
-            found = pair_similarities(
-                client,
-                self.parts,
-                self.offsets,
-                routed,
-                measure=self.limit.measure,
-                threshold=self.limit.value,
-                name=self.key("verify"),
-            )
-        else:
-            found = [
-                client.submit(_unverified, *pieces_, key=self.key("unverified", d))
-                for d, pieces_ in enumerate(routed)
-            ]
-        results = client.gather(found)
-        candidate_counts = client.gather(
-            [client.submit(len, c, key=self.key("count", k)) for k, c in enumerate(candidates)]
-        ) + client.gather([client.submit(len, s) for s in same_code])
-        stats["candidate_unit_pairs"] = int(sum(candidate_counts))
-        member_parts = client.gather([client.submit(_members, c) for c in collapsed])
-        stats["distinct_codes"] = sum(count for _, count in member_parts)
-        pairs = np.concatenate([np.zeros((0, 2), np.int64), *(r[0] for r in results)])
-        similarity = np.concatenate([np.zeros(0), *(r[1] for r in results)])
-        members = np.concatenate([np.zeros((0, 2), np.int64), *(m for m, _ in member_parts)])
-        featureless = np.concatenate(
-            [np.zeros(0, np.int64), *client.gather([client.submit(_piece, s, 1) for s in split])]
-        )
-        return pairs, similarity, members, featureless, stats
 
     # ------------------------------------------------------------ cluster
 
     def _cluster(
-        self,
-        pairs: np.ndarray,
-        similarity: np.ndarray,
-        members: np.ndarray,
-        featureless: np.ndarray,
-    ) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
-        """Cluster on the driver, over the documents in pairs or units only."""
-        options = self.options
-        extra = [featureless] if options.empty_as_duplicates and featureless.size > 1 else []
-        involved = np.unique(np.concatenate([pairs.reshape(-1), members.reshape(-1), *extra]))
-        unit_row = involved.copy()
-        unit_row[np.searchsorted(involved, members[:, 0])] = members[:, 1]
-        if extra:
-            unit_row[np.searchsorted(involved, featureless)] = featureless.min()
-        units = np.searchsorted(involved, unit_row)
-        unit_pairs = np.searchsorted(involved, pairs)
-        lengths, scores = self._policy_values(involved)
-        n = involved.size
-        if options.cluster == "star":
-            stars = star_clusters(
-                unit_pairs,
-                similarity,
-                n,
-                units=units,
-                policy=options.keep,
-                lengths=lengths,
-                scores=scores,
-            )
-            labels, kept_for = stars.labels, stars.kept_for
-        else:
-            labels = cluster_labels(unit_pairs, n)[units] if n else units
-            keep = keep_one(labels, policy=options.keep, lengths=lengths, scores=scores)
-            kept_of = np.empty(int(labels.max()) + 1 if n else 0, dtype=np.int64)
-            kept_of[labels[keep]] = np.flatnonzero(keep)
-            kept_for = kept_of[labels]
-        removed = np.flatnonzero(kept_for != np.arange(n))
-        sizes = np.bincount(labels, minlength=int(labels.max()) + 1 if n else 0)
-        in_big = np.flatnonzero(sizes[labels] > 1)
-        by_cluster = in_big[np.lexsort((in_big, labels[in_big]))]
-        bounds = np.flatnonzero(np.diff(labels[by_cluster])) + 1
-        clusters = [involved[c] for c in np.split(by_cluster, bounds) if c.size]
-        clusters.sort(key=lambda rows: int(rows[0]))
-        return involved[removed], involved[kept_for[removed]], clusters
-
-    def _policy_values(self, rows: np.ndarray) -> tuple[np.ndarray | None, np.ndarray | None]:
-        """Lengths and scores of some documents, when the keep policy needs them."""
-        if self.options.keep == "first":
-            return None, None
-        routed = self._by_partition(rows)
-        values = self.client.gather(
+        self, stats: dict[str, Any]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[np.ndarray]]:
+        """Cluster each group of components of the candidate graph on a worker."""
+        client, options = self.client, self.options
+        pairs = np.concatenate([np.zeros((0, 2), np.int64), *client.gather(self.candidates)])
+        shared = np.concatenate(
             [
-                self.client.submit(partitions.take_policy, self.parts[d], r, int(self.offsets[d]))
-                for d, r in routed
+                np.zeros(0, np.int64),
+                *client.gather([client.submit(_shared_codes, c) for c in self.collapsed]),
             ]
         )
-        lengths = np.concatenate([np.zeros(0, np.int64), *(v[0] for v in values)])
-        if self.options.keep == "score":
-            return lengths, np.concatenate([np.zeros(0), *(v[1] for v in values)])
-        return lengths, None
+        extra = np.zeros((0, 2), np.int64)
+        if options.empty_as_duplicates and self.featureless.size > 1:
+            # every featureless document shares one code of its own: a component alone
+            extra = np.stack(
+                [self.featureless, np.full_like(self.featureless, self.featureless.min())], axis=1
+            )
+            shared = np.append(shared, self.featureless.min())
+        nodes, labels = groups.components(pairs, shared)
+        n_components = int(labels.max()) + 1 if labels.size else 0
+        n_groups = max(1, min(2 * self.n_workers, n_components))
+        group = groups.deal(labels, n_groups)
+        stats["candidate_code_pairs"] = len(pairs)
+        stats["components"] = n_components
+        stats["cluster_groups"] = n_groups
+        stats["pairs_verified"] = 0
+        if not n_components:
+            empty = np.zeros(0, np.int64)
+            return empty, empty, np.zeros(0), []
+        [mapping] = client.scatter([(nodes, group)], hash=False)
+        split = [
+            client.submit(_group_documents, c, mapping, n_groups, key=self.key("group-split", b))
+            for b, c in enumerate(self.collapsed)
+        ]
+        pair_group = group[np.searchsorted(nodes, pairs[:, 0])]
+        order = np.argsort(pair_group, kind="stable")
+        bounds = np.searchsorted(pair_group[order], np.arange(n_groups + 1))
+        extra_group = int(group[np.searchsorted(nodes, extra[0, 1])]) if extra.size else -1
+        results = []
+        for g in range(n_groups):
+            documents = client.submit(
+                _sorted_documents,
+                *[client.submit(_piece, s, g) for s in split],
+                extra if g == extra_group else extra[:0],
+                key=self.key("group-documents", g),
+            )
+            taken = [
+                client.submit(
+                    _take_documents,
+                    part,
+                    documents,
+                    int(self.offsets[d]),
+                    key=self.key("group-take", g, d),
+                )
+                for d, part in enumerate(self.parts)
+            ]
+            [group_pairs] = client.scatter([pairs[order[bounds[g] : bounds[g + 1]]]], hash=False)
+            results.append(
+                client.submit(
+                    groups.cluster_group,
+                    documents,
+                    group_pairs,
+                    self.limit,
+                    options.cluster,
+                    options.keep,
+                    options.empty_as_duplicates,
+                    *taken,
+                    key=self.key("cluster", g),
+                )
+            )
+        found = client.gather(results)
+        stats["pairs_verified"] = int(sum(f[3] for f in found))
+        removed = np.concatenate([f[0] for f in found])
+        kept_for = np.concatenate([f[1] for f in found])
+        similarity = np.concatenate([f[2] for f in found])
+        order = np.argsort(removed)
+        removed, kept_for, similarity = removed[order], kept_for[order], similarity[order]
+        return removed, kept_for, similarity, _clusters(removed, kept_for)
 
     def _by_partition(self, rows: np.ndarray) -> list[tuple[int, np.ndarray]]:
         """Split ascending global rows by partition (nonempty ones only)."""
@@ -444,27 +406,6 @@ class _Run:
             for d in range(len(self.paths))
             if bounds[d + 1] > bounds[d]
         ]
-
-    def _similarity_to_kept(self, removed: np.ndarray, kept_for: np.ndarray) -> np.ndarray:
-        """Measure every removed document against its kept one, on the workers."""
-        pairs = np.stack([removed, kept_for], axis=1).astype(np.int64)
-        routed = [[piece] for piece in route_pairs(pairs, self.offsets)]
-        results = self.client.gather(
-            pair_similarities(
-                self.client,
-                self.parts,
-                self.offsets,
-                routed,
-                measure=self.limit.measure,
-                threshold=None,
-                empty_as_duplicates=self.options.empty_as_duplicates,
-                name=self.key("measure"),
-            )
-        )
-        measured = np.concatenate([np.zeros((0, 2), np.int64), *(r[0] for r in results)])
-        values = np.concatenate([np.zeros(0), *(r[1] for r in results)])
-        order = np.argsort(measured[:, 0])
-        return values[order]
 
     # ------------------------------------------------------------ write
 
@@ -586,7 +527,8 @@ class _Run:
                 "lowest_similarity_to_kept": float(np.nanmin(to_kept)) if to_kept.size else None,
                 "removed_below_threshold": below,
                 "distinct_codes": stats["distinct_codes"],
-                "candidate_unit_pairs": stats["candidate_unit_pairs"],
+                "candidate_code_pairs": stats["candidate_code_pairs"],
+                "pairs_verified": stats["pairs_verified"],
             },
             "cluster_sizes": {
                 str(int(s)): int(c) for s, c in zip(size_values, size_counts, strict=True)
@@ -596,6 +538,8 @@ class _Run:
                 "partitions": len(self.paths),
                 "tables": n_tables,
                 "blocks": stats["blocks"],
+                "components": stats["components"],
+                "cluster_groups": stats["cluster_groups"],
                 "collapse_shuffle_bytes": stats["collapse_bytes"],
                 "table_shuffle_bytes": stats["table_bytes"],
                 "table_shuffle_bytes_per_document_per_table": (
@@ -607,12 +551,44 @@ class _Run:
         }
 
 
-def _piece_attribute(value: Any, name: str) -> Any:
-    """Return an attribute of a task's result (a task)."""
-    return getattr(value, name)
+def _distinct(collapsed: tables.Collapsed) -> int:
+    """Return a collapse task's number of distinct codes (a task)."""
+    return int(collapsed.rows.size)
 
 
-def _unverified(*pieces: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Candidate pairs taken as they are, with an undefined similarity."""
-    pairs = np.concatenate([np.zeros((0, 2), np.int64), *pieces])
-    return pairs, np.full(len(pairs), np.nan)
+def _shared_codes(collapsed: tables.Collapsed) -> np.ndarray:
+    """Return a collapse task's codes of two or more documents (a task)."""
+    return collapsed.shared_codes()
+
+
+def _group_documents(
+    collapsed: tables.Collapsed, mapping: tuple[np.ndarray, np.ndarray], n_groups: int
+) -> list[np.ndarray]:
+    """Split a collapse task's documents by group (a task)."""
+    nodes, group = mapping
+    return groups.group_documents(collapsed, nodes, group, n_groups)
+
+
+def _take_documents(
+    part: partitions.Part, documents: np.ndarray, offset: int
+) -> tuple[Any, np.ndarray, np.ndarray | None]:
+    """Take what a group needs of a partition's documents (a task)."""
+    return partitions.take_documents(part, documents[:, 0], offset)
+
+
+def _sorted_documents(*pieces: np.ndarray) -> np.ndarray:
+    """Stack a group's pieces of ``(row, code)``, ascending rows (a task)."""
+    documents = np.concatenate([np.zeros((0, 2), np.int64), *pieces])
+    return documents[np.argsort(documents[:, 0])]
+
+
+def _clusters(removed: np.ndarray, kept_for: np.ndarray) -> list[np.ndarray]:
+    """Return the rows of each cluster (a kept document and those removed for it), by first row."""
+    kept = np.unique(kept_for)
+    rows = np.concatenate([removed, kept])
+    label = np.concatenate([kept_for, kept])
+    order = np.lexsort((rows, label))
+    bounds = np.flatnonzero(np.diff(label[order])) + 1
+    clusters = [c for c in np.split(rows[order], bounds) if c.size]
+    clusters.sort(key=lambda c: int(c[0]))
+    return clusters

@@ -1,9 +1,8 @@
 """The exact join, one bucket at a time: collapse identical codes, then pigeonhole tables.
 
-Identical codes are collapsed first: every featured document's (row, code, feature hash) goes
-to the collapse task of its code's hash, which names each distinct code by its lowest row and
-each *unit* (same code and same features: duplicates of each other) by its lowest row, as the
-single-machine verification does. Then, for a Hamming radius ``r``, the bits are cut into
+Identical codes are collapsed first: every featured document's (row, code) goes to the collapse
+task of its code's hash, which names each distinct code by its lowest row and lists the
+documents of the codes shared by several (candidates of each other). Then, for a Hamming radius ``r``, the bits are cut into
 ``r + 1`` disjoint blocks (`pigeonhole_blocks`): two codes within ``r`` bits agree exactly on at
 least one block. Table ``t`` routes every distinct code, as (row, code) only, by its key on block
 ``t``, so each bucket lands whole in one task. A task joins its buckets by multi-index hashing
@@ -94,28 +93,25 @@ class Collapsed:
     rows, words : ndarray
         Each distinct code's lowest row (int64) and the code as uint64 words.
     members : ndarray, shape (k, 2), dtype int64
-        ``(row, unit)`` for every document of a unit of two or more documents, the unit named
-        by its lowest row.
-    same_code : ndarray, shape (p, 2), dtype int64
-        Pairs ``(a, b)``, ``a < b``, of units that share a code: candidates.
-    code_units : ndarray, shape (u, 2), dtype int64
-        ``(code, unit)`` for the units of the codes with two or more units, sorted: how a pair
-        of codes expands to pairs of units.
+        ``(row, code)`` for every document of a code of two or more documents, the code named
+        by its lowest row: candidates of each other.
     """
 
     rows: np.ndarray
     words: np.ndarray
     members: np.ndarray
-    same_code: np.ndarray
-    code_units: np.ndarray
+
+    def shared_codes(self) -> np.ndarray:
+        """Return the codes (lowest rows) of two or more documents, ascending."""
+        return np.unique(self.members[:, 1])
 
 
-def collapse(pieces: list[tuple[np.ndarray, np.ndarray, np.ndarray]], n_words: int) -> Collapsed:
-    """Collapse identical codes, and identical documents into units.
+def collapse(pieces: list[tuple[np.ndarray, np.ndarray]], n_words: int) -> Collapsed:
+    """Collapse identical codes.
 
     Parameters
     ----------
-    pieces : list of (rows, words, hashes)
+    pieces : list of (rows, words)
         The documents routed to this task by every partition (`collapse_pieces`).
     n_words : int
         uint64 words per code.
@@ -126,38 +122,16 @@ def collapse(pieces: list[tuple[np.ndarray, np.ndarray, np.ndarray]], n_words: i
     """
     rows = np.concatenate([np.zeros(0, np.int64), *(p[0] for p in pieces)])
     words = np.concatenate([np.zeros((0, n_words), np.uint64), *(p[1] for p in pieces)])
-    hashes = np.concatenate([np.zeros(0, np.uint64), *(p[2] for p in pieces)])
-    order = np.lexsort((rows, hashes, *words.T[::-1]))
-    rows, words, hashes = rows[order], words[order], hashes[order]
+    order = np.lexsort((rows, *words.T[::-1]))
+    rows, words = rows[order], words[order]
     new_code = np.ones(rows.size, dtype=bool)
     new_code[1:] = (words[1:] != words[:-1]).any(axis=1)
-    new_unit = new_code.copy()
-    new_unit[1:] |= hashes[1:] != hashes[:-1]
     code_start = np.flatnonzero(new_code)
-    unit_start = np.flatnonzero(new_unit)
-    code_rows = np.minimum.reduceat(rows, code_start) if rows.size else rows
-    unit_of = np.cumsum(new_unit) - 1
-    unit_rep = rows[unit_start]
-    unit_size = np.diff(np.append(unit_start, rows.size))
-    in_big = unit_size[unit_of] > 1
-    members = np.stack([rows[in_big], unit_rep[unit_of[in_big]]], axis=1)
-    # units per code; codes with several units give same-code candidates and an expansion map
-    code_of_unit = np.cumsum(new_code)[unit_start] - 1
-    units_per_code = np.bincount(code_of_unit, minlength=code_start.size)
-    multi = units_per_code[code_of_unit] > 1
-    reps = unit_rep[multi]
-    by_code = np.lexsort((reps, code_of_unit[multi]))  # codes in word order, as `sizes`
-    reps, codes = reps[by_code], code_rows[code_of_unit[multi]][by_code]
-    sizes = units_per_code[units_per_code > 1]
-    same_code = _segments.pairs_within(reps, sizes).astype(np.int64).reshape(-1, 2)
-    code_units = np.stack([codes, reps], axis=1).astype(np.int64)
-    return Collapsed(
-        code_rows,
-        words[code_start],
-        members.astype(np.int64),
-        same_code,
-        code_units[np.lexsort((reps, codes))],
-    )
+    code_of = np.cumsum(new_code) - 1
+    sizes = np.diff(np.append(code_start, rows.size))
+    shared = sizes[code_of] > 1
+    members = np.stack([rows[shared], rows[code_start][code_of[shared]]], axis=1)
+    return Collapsed(rows[code_start], words[code_start], members.astype(np.int64))
 
 
 def table_pieces(
@@ -201,9 +175,8 @@ def join_table(
     blocks: tuple[tuple[int, int], ...],
     bits: int,
     radius: int,
-    code_units: np.ndarray,
 ) -> np.ndarray:
-    """Join the buckets of one table's task; return candidate pairs of units.
+    """Join the buckets of one table's task; return candidate pairs of codes.
 
     Parameters
     ----------
@@ -215,14 +188,12 @@ def join_table(
         Every table's block.
     bits, radius : int
         Code length and Hamming radius.
-    code_units : ndarray, shape (u, 2), dtype int64
-        ``(code, unit)`` of the codes with several units, sorted (see `Collapsed`).
 
     Returns
     -------
     ndarray, shape (p, 2), dtype int64
-        ``(a, b)``: units (lowest rows) to verify, ``a`` of the code that comes first in the
-        codes' lexicographic order (word 0 first), as the single-machine join orders them.
+        ``(a, b)``, ``a < b``: distinct codes (lowest rows) within the radius, each pair found
+        by no earlier table.
     """
     n_words = pieces[0][1].shape[1] if pieces else -(-bits // 64)
     rows = np.concatenate([np.zeros(0, np.int64), *(p[0] for p in pieces)])
@@ -235,11 +206,8 @@ def join_table(
     for lo_, width_ in blocks[:table]:
         k = block_keys(words, lo_, width_)
         earlier |= k[left] == k[right]
-    left, right = left[~earlier], right[~earlier]
-    swap = _lexicographic_less(words[right], words[left])
-    a = np.where(swap, rows[right], rows[left])
-    b = np.where(swap, rows[left], rows[right])
-    return _expand_units(a, b, code_units)
+    a, b = rows[left[~earlier]], rows[right[~earlier]]
+    return np.stack([np.minimum(a, b), np.maximum(a, b)], axis=1).astype(np.int64)
 
 
 def sub_blocks(bits: int, radius: int, lo: int, width: int) -> tuple[tuple[int, int], ...]:
@@ -345,35 +313,3 @@ def _bucket_pairs(
                 keep &= earlier[left] != earlier[right]
             found.append(pairs[keep])
     return np.concatenate(found).astype(np.int64)
-
-
-def _lexicographic_less(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Row-wise ``a < b`` in lexicographic order of the words (word 0 first)."""
-    differ = a != b
-    first = differ.argmax(axis=1)
-    rows = np.arange(a.shape[0])
-    return differ.any(axis=1) & (a[rows, first] < b[rows, first])
-
-
-def _expand_units(a: np.ndarray, b: np.ndarray, code_units: np.ndarray) -> np.ndarray:
-    """Expand pairs of codes (lowest rows) to every pair of their units, in the same order."""
-    if not code_units.size:
-        return np.stack([a, b], axis=1).astype(np.int64)
-    codes = code_units[:, 0]
-    first_a, first_b = np.searchsorted(codes, a), np.searchsorted(codes, b)
-    count_a = np.searchsorted(codes, a, side="right") - first_a
-    count_b = np.searchsorted(codes, b, side="right") - first_b
-    # a code in no row of code_units is a unit of its own, named by the code's row
-    many_a, many_b = np.maximum(count_a, 1), np.maximum(count_b, 1)
-    sizes = many_a * many_b
-    pair = _segments.segment_of(sizes)
-    rank = _segments.ranks(sizes)
-    at_a, at_b = rank // many_b[pair], rank % many_b[pair]
-    units = code_units[:, 1]
-    left = np.where(
-        count_a[pair] > 0, units[np.minimum(first_a[pair] + at_a, units.size - 1)], a[pair]
-    )
-    right = np.where(
-        count_b[pair] > 0, units[np.minimum(first_b[pair] + at_b, units.size - 1)], b[pair]
-    )
-    return np.stack([left, right], axis=1).astype(np.int64)

@@ -1,0 +1,166 @@
+"""Clustering split by connected components of the candidate graph, run where the groups land.
+
+Star clustering in keep-policy order (and connected components) only ever relate documents
+joined by a chain of candidate pairs, so each connected component of the candidate graph of
+distinct codes clusters alone, and the same way whatever else is clustered beside it. The
+driver labels the components from the pairs of distinct codes the tables found and the codes
+shared by several documents (`components`), and deals them to groups (`deal`). Each collapse
+task sends the (row, code) of its documents in components to their group (`group_documents`);
+each partition sends the features, lengths and scores of the group's documents it holds
+(`gpusimhash.distributed._partitions.take_documents`); and a task per group runs the
+single-machine clustering, `gpusimhash.dedup.verification.cluster_documents`, on them: the
+candidates are verified lazily inside the star loop, and only (row, kept row, similarity) of
+the removed documents come back (`cluster_group`).
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from gpusimhash.dedup.verification import Threshold, cluster_documents
+from gpusimhash.distributed._tables import Collapsed
+from gpusimhash.search.clusters import cluster_labels
+from gpusimhash.search.graph import CodeGraph, adjacency
+from gpusimhash.search.verify import DocumentFeatures
+
+__all__ = ["cluster_group", "components", "deal", "group_documents"]
+
+
+def components(pairs: np.ndarray, shared: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Label the connected components of the candidate graph of distinct codes.
+
+    Parameters
+    ----------
+    pairs : ndarray, shape (p, 2), dtype int64
+        Pairs of distinct codes (lowest rows) within the radius.
+    shared : ndarray, dtype int64
+        Codes of two or more documents (candidates of each other even without a pair).
+
+    Returns
+    -------
+    nodes : ndarray, dtype int64
+        The codes in some pair or shared, ascending.
+    labels : ndarray, shape (nodes.size,), dtype int64
+        The component of each, numbered in order of first appearance.
+
+    Examples
+    --------
+    >>> nodes, labels = components(np.array([[4, 9], [2, 9]]), np.array([7]))
+    >>> nodes.tolist(), labels.tolist()
+    ([2, 4, 7, 9], [0, 0, 1, 0])
+    """
+    nodes = np.unique(np.concatenate([pairs.reshape(-1), shared]))
+    return nodes, cluster_labels(np.searchsorted(nodes, pairs).reshape(-1, 2), nodes.size)
+
+
+def deal(labels: np.ndarray, n_groups: int) -> np.ndarray:
+    """Deal components to groups, largest first, round robin.
+
+    Parameters
+    ----------
+    labels : ndarray, dtype int64
+        Component of each node (`components`).
+    n_groups : int
+        Groups, ``>= 1``.
+
+    Returns
+    -------
+    ndarray, shape (labels.size,), dtype int64
+        Group of each node: the nodes of a component share one.
+
+    Examples
+    --------
+    >>> deal(np.array([0, 0, 1, 2, 0, 2]), 2).tolist()
+    [0, 0, 0, 1, 0, 1]
+    """
+    sizes = np.bincount(labels) if labels.size else np.zeros(0, np.int64)
+    rank = np.empty(sizes.size, dtype=np.int64)
+    rank[np.argsort(-sizes, kind="stable")] = np.arange(sizes.size)
+    group: np.ndarray = (rank % n_groups)[labels]
+    return group
+
+
+def group_documents(
+    collapsed: Collapsed, nodes: np.ndarray, group: np.ndarray, n_groups: int
+) -> list[np.ndarray]:
+    """Split a collapse task's documents in components by group.
+
+    Parameters
+    ----------
+    collapsed : Collapsed
+        The collapse task's codes.
+    nodes, group : ndarray, dtype int64
+        Every code in a component, ascending, and its group.
+    n_groups : int
+        Groups.
+
+    Returns
+    -------
+    list of ndarray, shape (k, 2), dtype int64
+        For each group, ``(row, code)`` of its documents from this task.
+    """
+    codes = collapsed.rows
+    at = np.minimum(np.searchsorted(nodes, codes), max(nodes.size - 1, 0))
+    in_nodes = nodes[at] == codes if nodes.size else np.zeros(codes.size, dtype=bool)
+    alone = codes[in_nodes & ~np.isin(codes, collapsed.members[:, 1])]
+    documents = np.concatenate([collapsed.members, np.stack([alone, alone], axis=1)])
+    of = group[np.searchsorted(nodes, documents[:, 1])]
+    order = np.argsort(of, kind="stable")
+    bounds = np.searchsorted(of[order], np.arange(n_groups + 1))
+    return [documents[order[lo:hi]] for lo, hi in itertools.pairwise(bounds)]
+
+
+def cluster_group(
+    documents: np.ndarray,
+    pairs: np.ndarray,
+    limit: Threshold,
+    method: str,
+    policy: str,
+    empty_as_duplicates: bool,
+    *taken: tuple[DocumentFeatures, np.ndarray, np.ndarray | None],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Cluster one group of components as the single machine does.
+
+    Parameters
+    ----------
+    documents : ndarray, shape (k, 2), dtype int64
+        ``(row, code)`` of the group's documents, ascending rows.
+    pairs : ndarray, shape (p, 2), dtype int64
+        The group's pairs of distinct codes.
+    limit : Threshold
+        The threshold and radius.
+    method, policy, empty_as_duplicates
+        As `gpusimhash.dedup.verification.cluster_documents`.
+    *taken : (DocumentFeatures, lengths, scores)
+        The documents' features, lengths and scores, from each partition in order.
+
+    Returns
+    -------
+    removed, kept_for : ndarray, dtype int64
+        Global rows of the removed documents (ascending) and of the document kept for each.
+    similarity : ndarray, dtype float64
+        Exact similarity of each removed document to its kept one.
+    verified : int
+        Pairs of units compared on their features.
+    """
+    rows = documents[:, 0]
+    codes, inverse = np.unique(documents[:, 1], return_inverse=True)
+    offsets, neighbours = adjacency([np.searchsorted(codes, pairs)], codes.size)
+    graph = CodeGraph(inverse.astype(np.int64), offsets, neighbours, limit.radius)
+    features = DocumentFeatures.concatenate([t[0] for t in taken])
+    scores = [t[2] for t in taken if t[2] is not None]
+    clustering = cluster_documents(
+        graph,
+        features.take,
+        limit,
+        method=method,
+        policy=policy,
+        lengths=np.concatenate([t[1] for t in taken]),
+        scores=np.concatenate(scores) if scores else None,
+        empty_as_duplicates=empty_as_duplicates,
+    )
+    removed = np.flatnonzero(~clustering.keep)
+    kept_for = rows[clustering.kept_for[removed]]
+    return rows[removed], kept_for, clustering.similarity[removed], clustering.pairs_verified
