@@ -119,6 +119,19 @@ def _assert_same(root, out, options):
     return single
 
 
+# before the runs below: the module's cluster only scales down
+def test_many_components_spread_over_workers(corpus, cluster, tmp_path):
+    root, layouts = corpus
+    options = {**FAST, "keep": "score", "score_field": "score"}
+    with _client_with(cluster, 3) as client:
+        result = dedup(layouts[7], tmp_path, client=client, **options)
+    spread = result.summary["distributed"]
+    # components dealt to two groups per worker, each group clustered by its own task
+    assert spread["cluster_groups"] == 6
+    assert spread["components"] >= 50
+    _assert_same(root, tmp_path, options)
+
+
 RUNS = [
     (3, 7, FAST),
     (3, 4, {**FAST, "keep": "longest"}),
@@ -141,7 +154,8 @@ def test_same_result_as_one_machine(corpus, cluster, tmp_path, n_workers, n_part
         result = dedup(layouts[n_parts], tmp_path, client=client, **options)
     single = _assert_same(root, tmp_path, options)
     np.testing.assert_array_equal(result.removed, np.flatnonzero(~single.kept))
-    for name in ("documents", "kept", "removed", "clusters", "largest_cluster"):
+    same = ("documents", "kept", "removed", "clusters", "largest_cluster", "candidate_code_pairs")
+    for name in same:
         assert result.summary["results"][name] == single.summary["results"][name], name
     assert result.summary["results"]["removed"] > 50
     assert result.summary["cluster_sizes"] == single.summary["cluster_sizes"]
@@ -235,6 +249,10 @@ def test_outputs(corpus, cluster, tmp_path):
     # (row, code) per distinct code and table: 8 + 16 bytes at 128 bits
     distinct = summary["results"]["distinct_codes"]
     assert shuffle["table_shuffle_bytes"] == 24 * distinct * 9
+    # (row, code) per featured document, 8 + 16 bytes at 128 bits, and the featureless rows
+    assert shuffle["collapse_shuffle_bytes"] == 24 * (N_DOCS - 4) + 8 * 4
+    assert shuffle["cluster_groups"] == 2
+    assert 0 < summary["results"]["pairs_verified"] <= summary["results"]["candidate_code_pairs"]
 
 
 def test_command_line_on_a_scheduler_and_on_local_workers(corpus, cluster, tmp_path, capsys):
