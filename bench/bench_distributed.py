@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import sys
 import threading
 import time
@@ -153,7 +154,7 @@ def estimate(rows: list[dict], n_docs: int) -> list[dict]:
     memory_per_doc = growth / n_docs
     shuffle = one["shuffle"]
     shuffle_per_doc = (shuffle["collapse_shuffle_bytes"] + shuffle["table_shuffle_bytes"]) / n_docs
-    pairs_per_doc = one["results"]["removed"] / n_docs  # verified pairs gathered, at least
+    pairs_per_doc = one["results"]["candidate_code_pairs"] / n_docs  # gathered on the driver
     out = []
     for total in (100_000_000, 1_000_000_000):
         workers = max(2, -(-int(total * memory_per_doc) // (16 * 2**30)))  # 16 GiB per worker
@@ -163,7 +164,7 @@ def estimate(rows: list[dict], n_docs: int) -> list[dict]:
                 "workers (16 GiB each)": workers,
                 "worker memory GiB": round(total * memory_per_doc / workers / 2**30, 1),
                 "shuffle GB": round(total * shuffle_per_doc / 1e9, 1),
-                "driver pairs GB": round(total * pairs_per_doc * 24 / 1e9, 2),
+                "driver pairs GB": round(total * pairs_per_doc * 16 / 1e9, 2),
                 "hours": round(total * core_seconds / (workers * efficiency) / 3600, 2),
             }
         )
@@ -178,6 +179,7 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=Path("/tmp/gpusimhash-bench-distributed"))
     parser.add_argument("--no-single", action="store_true", help="skip the one-machine run")
     args = parser.parse_args()
+    load_before = os.getloadavg()
     folder = write_corpus(args.data / str(args.docs), args.docs, args.parts)
     write_corpus(folder / "warmup", 2_000, 2)
     (folder / "warmup" / "all.jsonl").unlink(missing_ok=True)
@@ -205,6 +207,9 @@ def main() -> None:
             "workers": r["workers"],
             "seconds": r["seconds"],
             "speedup": round(base / r["seconds"], 2),
+            "fingerprint/join/cluster/write s": "/".join(
+                f"{r['timings_s'][k]:.1f}" for k in ("fingerprint", "join", "cluster", "write")
+            ),
             "peak GiB per worker": " ".join(
                 f"{b / 2**30:.2f}" for b in r["peak_rss_per_worker_bytes"]
             ),
@@ -217,7 +222,8 @@ def main() -> None:
     ]
     print_table(table, list(table[0]))
     if single is not None:
-        print(f"one machine (dedup_file, same settings): {single['seconds']} s")
+        stages = " ".join(f"{k} {v:.1f}" for k, v in single["timings_s"].items())
+        print(f"one machine (dedup_file, same settings): {single['seconds']} s ({stages})")
     paper = estimate(rows, args.docs)
     print_table(paper, list(paper[0]))
     name = "distributed_cpu.json" if args.docs == 2_000_000 else f"distributed_cpu_{args.docs}.json"
@@ -227,6 +233,7 @@ def main() -> None:
             "docs": args.docs,
             "parts": args.parts,
             "settings": SETTINGS,
+            "load_average_before": load_before,
             "runs": rows,
             "single_machine": single,
             "estimate": paper,
@@ -234,7 +241,8 @@ def main() -> None:
                 "per-document core seconds of the 1-worker run, divided by workers times the "
                 "measured 2-worker efficiency; worker memory from the 1-worker peak minus its "
                 "idle resident memory; 16 GiB per worker; shuffle bytes as measured per "
-                "document; 24 bytes per gathered verified pair, one pair per removed document"
+                "document; 16 bytes per candidate pair of distinct codes gathered on the driver (the "
+                "component labelling), as measured per document"
             ),
         },
     )
