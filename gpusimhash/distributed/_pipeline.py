@@ -22,6 +22,7 @@ Stages (task keys ``gpusimhash-<stage>-<run>-...``):
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import time
 import uuid
 from collections.abc import Sequence
@@ -452,26 +453,30 @@ class _Run:
         similarity[np.searchsorted(clustered, removed)] = to_kept
         kept_of = np.arange(clustered.size)
         kept_of[np.searchsorted(clustered, removed)] = np.searchsorted(clustered, kept_for)
+        # every cluster's members at once, then sliced (one pass of Python per cluster)
+        sizes = [int(rows.size) for rows in clusters]
+        bounds = list(itertools.accumulate(sizes, initial=0))
+        members = np.concatenate([np.zeros(0, np.int64), *clusters])
+        local = np.searchsorted(clustered, members)
+        distances = hamming(code_of[local], code_of[kept_of[local]]).astype(int).tolist()
+        similarities = similarity[local].tolist()
+        member_ids = [ids[k] for k in local.tolist()]
+        member_rows = members.tolist()
         path = self.out_dir / f"duplicates.{fmt}"
         with RecordWriter(path, fmt) as writer:
             records = []
-            for number, rows in enumerate(clusters):
-                local = np.searchsorted(clustered, rows)
-                kept = int(kept_of[local[0]])
-                member_codes = code_of[local]
-                distances = hamming(
-                    member_codes, np.broadcast_to(code_of[kept], member_codes.shape)
-                )
+            for number, (lo, hi) in enumerate(itertools.pairwise(bounds)):
+                kept = int(kept_of[local[lo]])
                 records.append(
                     {
                         "cluster": number,
-                        "size": int(rows.size),
+                        "size": hi - lo,
                         "kept_id": ids[kept],
                         "kept_row": int(clustered[kept]),
-                        "ids": [ids[k] for k in local.tolist()],
-                        "rows": rows.tolist(),
-                        "distances": distances.astype(int).tolist(),
-                        "similarities": similarity[local].tolist(),
+                        "ids": member_ids[lo:hi],
+                        "rows": member_rows[lo:hi],
+                        "distances": distances[lo:hi],
+                        "similarities": similarities[lo:hi],
                     }
                 )
             writer.write(records)
