@@ -151,7 +151,8 @@ class DocumentFeatures:
         DocumentFeatures
         """
         return cls(
-            *merge_documents(
+            *parallel_call(
+                merge_documents,
                 np.ascontiguousarray(batch.states, dtype=np.uint32),
                 np.ascontiguousarray(batch.offsets, dtype=np.int64),
                 np.ascontiguousarray(batch.entry_weights(), dtype=np.float64),
@@ -1012,14 +1013,16 @@ def feature_units(
     n = code.size
     code = code[rows]
     sizes = features.sizes
-    hashes = feature_hashes(features.states, features.offsets, features.weights)
+    hashes = parallel_call(feature_hashes, features.states, features.offsets, features.weights)
     local = np.flatnonzero(sizes > 0)
     local = local[np.lexsort((local, hashes[local], code[local]))]
     starts = np.ones(local.size, dtype=bool)
     starts[1:] = (code[local][1:] != code[local][:-1]) | (hashes[local][1:] != hashes[local][:-1])
     run = np.cumsum(starts) - 1
     first = local[starts][run]
-    same = same_features(features.states, features.offsets, features.weights, local, first)
+    same = parallel_call(
+        same_features, features.states, features.offsets, features.weights, local, first
+    )
     # a hash collision (never seen): the document is a unit of its own
     run[~same] = run.size + np.arange(int((~same).sum()))
     unit = np.full(n, -1, dtype=np.int64)
