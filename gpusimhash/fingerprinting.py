@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from gpusimhash import _backend, _cpu, _validate
+from gpusimhash import _backend, _cpu, _missing, _validate
 from gpusimhash._batching import chunks
 from gpusimhash.features import FeatureBatch
 from gpusimhash.text import TextFeaturizer
@@ -100,7 +100,7 @@ class FingerprintSettings:
         device : {"auto", "cpu", "gpu"}
             Where to compute.
         **options
-            ``vocabulary`` and ``batch_size`` of `fingerprint`.
+            ``vocabulary``, ``batch_size`` and ``on_missing`` of `fingerprint`.
 
         Returns
         -------
@@ -201,6 +201,7 @@ def fingerprint(
     vocabulary: Sequence[str] | None = None,
     featurizer: TextFeaturizer | None = None,
     batch_size: int = DEFAULT_BATCH_SIZE,
+    on_missing: str = "error",
 ) -> np.ndarray:
     """Compute SimHash fingerprints of weighted feature vectors, bit for bit the seed's reference.
 
@@ -212,7 +213,8 @@ def fingerprint(
         rows of a sparse matrix whose columns ``vocabulary`` names. Any iterable is consumed
         once, in batches of ``batch_size`` documents, so memory stays bounded. Texts may also
         come as UTF-8 bytes, with no Python string per document: a `gpusimhash.utf8.Utf8Texts`
-        or a pyarrow ``string``/``large_string`` array (its buffers are read in place).
+        or a pyarrow ``string``/``large_string`` array or chunked array (its buffers are read
+        in place). A pandas ``Series`` is an iterable of its values.
     bits : int
         Fingerprint length: a multiple of 8 in ``[8, 4096]``.
     seed : int
@@ -226,6 +228,10 @@ def fingerprint(
         How text becomes features (default: lower-cased word tokens weighted by count).
     batch_size : int
         Documents per batch.
+    on_missing : {"error", "featureless"}
+        A missing text in a pyarrow array or a pandas Series (null, None, NaN, NA): a
+        ValueError naming the first one, or an empty text (a featureless document, whose code
+        is the code of ``""``).
 
     Returns
     -------
@@ -241,7 +247,7 @@ def fingerprint(
     ValueError
         A bad ``bits``, ``seed``, ``device`` or ``batch_size``; NaN or infinite weights; a
         malformed pair; a sparse matrix without a matching vocabulary; bytes that are not
-        valid UTF-8 or a null Arrow document.
+        valid UTF-8; a missing text with ``on_missing="error"``; an unknown ``on_missing``.
     RuntimeError
         ``device="gpu"`` where no GPU is usable.
 
@@ -252,10 +258,15 @@ def fingerprint(
     >>> codes = fingerprint(["the cat sat", "The cat sat!", "a dog ran"], bits=64)
     >>> bool((codes[0] == codes[1]).all())
     True
+    >>> import pandas as pd
+    >>> codes = fingerprint(pd.Series(["a dog ran", None]), bits=64, on_missing="featureless")
+    >>> bool((codes[1] == fingerprint([""], bits=64)[0]).all())
+    True
     """
     bits = _validate.bits(bits)
     seed = _validate.seed(seed)
     batch_size = _validate.positive_integer(batch_size, "batch_size")
+    vectors = _missing.resolve(vectors, on_missing)
     engine = resolve_device(device)
     featurizer = _featurizer(featurizer)
     batches = _batches(vectors, vocabulary, featurizer, batch_size)
@@ -288,6 +299,7 @@ def fingerprint_device(
     bits: int = 64,
     seed: int = 0,
     featurizer: TextFeaturizer | None = None,
+    on_missing: str = "error",
 ) -> Any:
     """Compute fingerprints on the GPU and keep them there, for GPU callers.
 
@@ -302,6 +314,8 @@ def fingerprint_device(
         Global hash seed in ``[0, 2**32)``.
     featurizer : TextFeaturizer, optional
         For texts (default: lower-cased word tokens weighted by count).
+    on_missing : {"error", "featureless"}
+        A missing text in a pyarrow array or a pandas Series, as for `fingerprint`.
 
     Returns
     -------
@@ -316,7 +330,7 @@ def fingerprint_device(
         Arrays of the wrong dtype, or a document that is not a str.
     ValueError
         Bad ``bits`` or ``seed``, malformed offsets, NaN or infinite weights, bytes that are
-        not valid UTF-8.
+        not valid UTF-8, a missing text with ``on_missing="error"``.
 
     Examples
     --------
@@ -327,6 +341,7 @@ def fingerprint_device(
     """
     bits = _validate.bits(bits)
     seed = _validate.seed(seed)
+    documents = _missing.resolve(documents, on_missing)
     cupy = _backend.require_gpu()
     from gpusimhash import _gpu
 

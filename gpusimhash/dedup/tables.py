@@ -16,11 +16,12 @@ from typing import Any
 
 import numpy as np
 
+from gpusimhash import _missing
+from gpusimhash._missing import ON_MISSING
 from gpusimhash.io.readers import InputError, require_pyarrow
 
 __all__ = ["ON_MISSING", "annotate_table"]
 
-ON_MISSING = ("error", "featureless")
 _ADDED = ("cluster", "duplicate_of", "similarity", "kept")
 
 
@@ -76,8 +77,7 @@ def annotate_table(
     """
     from gpusimhash.dedup.pipeline import dedup_file
 
-    if on_missing not in ON_MISSING:
-        raise ValueError(f"on_missing must be one of {', '.join(ON_MISSING)}, got {on_missing!r}")
+    _missing.check(on_missing)
     require_pyarrow()
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -88,7 +88,14 @@ def annotate_table(
     if clash:
         raise InputError(f"the table already has a column {clash[0]!r}")
     if text_field in table.column_names:
-        table = _fill_missing(table, text_field, on_missing, pa)
+        column = _missing.resolve(
+            table.column(text_field),
+            on_missing,
+            row="row",
+            field=f"column {text_field!r}",
+            error=InputError,
+        )
+        table = table.set_column(table.column_names.index(text_field), text_field, column)
     with tempfile.TemporaryDirectory(prefix="gpusimhash-table-") as folder:
         source = Path(folder) / "table.parquet"
         pq.write_table(table, source)
@@ -145,20 +152,3 @@ def _as_table(data: Any, text_field: str, pa: Any) -> Any:
         f"data must be a pandas DataFrame or Series, or a pyarrow Table, RecordBatch, Array "
         f"or ChunkedArray, got {kind}"
     )
-
-
-def _fill_missing(table: Any, text_field: str, on_missing: str, pa: Any) -> Any:
-    """Apply ``on_missing`` to the nulls of the text column (NaN from pandas included)."""
-    column = table.column(text_field)
-    if column.null_count == 0:
-        return table
-    if on_missing == "error":
-        nulls = np.flatnonzero(np.asarray(column.is_null()))
-        raise InputError(
-            f"row {int(nulls[0])}: column {text_field!r} is missing ({column.null_count:,} rows "
-            "are); on_missing='featureless' reads them as empty texts"
-        )
-    import pyarrow.compute as pc
-
-    filled = pc.fill_null(column, pa.scalar("", type=column.type))
-    return table.set_column(table.column_names.index(text_field), text_field, filled)
