@@ -12,6 +12,7 @@ import gzip
 import io
 import json
 import os
+import sys
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
@@ -48,7 +49,7 @@ def write_json(path: str | Path, payload: Any) -> None:
 
 
 class RecordWriter:
-    """Write batches of records (dicts) to a JSONL or Parquet file, atomically.
+    """Write batches of records (dicts) to a JSONL, Parquet or CSV file, atomically.
 
     Use as a context manager: the file appears at ``path`` when the ``with`` block ends without an
     exception; after an exception the temporary file is removed and ``path`` is untouched.
@@ -56,9 +57,10 @@ class RecordWriter:
     Parameters
     ----------
     path : str or Path
-        Destination. ``.gz`` compresses JSONL.
+        Destination. ``.gz`` compresses JSONL and CSV.
     format : str, optional
-        ``"jsonl"`` or ``"parquet"``; default: from the name (anything but Parquet is JSONL).
+        ``"jsonl"``, ``"parquet"`` or ``"csv"``; default: from the name (anything but Parquet
+        or CSV is JSONL).
 
     Raises
     ------
@@ -89,6 +91,7 @@ class RecordWriter:
                 f"output format must be one of {', '.join(OUTPUT_FORMATS)}, got {format!r}"
             )
         self.format = format
+        self._gzip = format != "parquet" and self.path.name.lower().endswith(".gz")
         self._pq: Any = require_pyarrow() if format == "parquet" else None
         self._parquet: Any = None  # a pyarrow ParquetWriter once the first batch is written
         self._columns: list[str] | None = None  # a CSV file's header, from the first batch
@@ -96,12 +99,22 @@ class RecordWriter:
         handle, self._temp = temporary_beside(self.path)
         try:
             self._raw: IO[bytes] = os.fdopen(handle, "wb")
-            self._stream: IO[bytes] | gzip.GzipFile = self._raw
-            if format != "parquet" and self.path.name.lower().endswith(".gz"):
-                self._stream = gzip.GzipFile(self.path.name, "wb", fileobj=self._raw, mtime=0)
+            self._stream: IO[bytes] | gzip.GzipFile = self._compressing(self._raw)
         except BaseException:  # an interrupt included: no temporary file may stay behind
             self._temp.unlink(missing_ok=True)
             raise
+
+    def _compressing(self, raw: IO[bytes]) -> IO[bytes] | gzip.GzipFile:
+        """Return the stream that writes into ``raw``: gzip for a ``.gz`` JSONL or CSV file."""
+        if self._gzip:
+            return gzip.GzipFile(self.path.name, "wb", fileobj=raw, mtime=0)
+        return raw
+
+    def _reading_text(self) -> IO[str]:
+        """Open the temporary file written so far (closed first) as text for csv.reader."""
+        if self._gzip:
+            return gzip.open(self._temp, "rt", encoding="utf-8", newline="")
+        return open(self._temp, encoding="utf-8", newline="")
 
     def write(self, records: list[dict[str, Any]]) -> None:
         """Append records.
@@ -112,15 +125,15 @@ class RecordWriter:
             JSON-serializable values (others are written with ``str``) for JSONL; for Parquet,
             every field seen in any record is a column (in first-seen order), null where a
             record lacks it: a field first seen in a later batch widens the file written so far.
-            For CSV, the fields of the first batch are the header (the input's columns, for a
-            CSV input); strings are written as they are, null as an empty cell, other values
-            as JSON.
+            For CSV, the fields in first-seen order are the header (the input's columns, for a
+            CSV input), as for Parquet: a field first seen in a later batch widens the file
+            written so far (empty in the earlier rows); strings are written as they are, null
+            as an empty cell, other values as JSON.
 
         Raises
         ------
         ValueError
-            A field whose values do not fit one Parquet column (for example ints and strings),
-            or a field first seen after the first batch of a CSV file.
+            A field whose values do not fit one Parquet column (for example ints and strings).
         """
         if not records:
             return
@@ -134,22 +147,49 @@ class RecordWriter:
         self.count += len(records)
 
     def _write_csv(self, records: list[dict[str, Any]]) -> None:
-        """Append CSV rows; the first batch's fields (in first-seen order) are the header."""
-        names = list(dict.fromkeys(key for record in records for key in record))
+        """Append CSV rows; the fields in first-seen order are the header, widened as they come."""
+        names = list(dict.fromkeys([*(self._columns or ()), *(k for r in records for k in r)]))
         rows: list[list[str]] = []
         if self._columns is None:
-            self._columns = names
             rows.append(names)
-        late = [name for name in names if name not in self._columns]
-        if late:
-            raise ValueError(
-                f"{self.path}: field {late[0]!r} first appears after the first batch of "
-                "records, whose fields are the CSV header (write JSONL or Parquet instead)"
-            )
-        rows.extend([_csv_cell(record.get(name)) for name in self._columns] for record in records)
+        elif len(names) > len(self._columns):
+            self._widen_csv(names)
+        self._columns = names
+        rows.extend([_csv_cell(record.get(name)) for name in names] for record in records)
         buffer = io.StringIO()
         csv.writer(buffer).writerows(rows)
         self._stream.write(buffer.getvalue().encode("utf-8"))
+
+    def _widen_csv(self, names: list[str]) -> None:
+        """Rewrite the CSV written so far under a header with more columns, empty in its rows.
+
+        The rows are streamed from the temporary file into a new one (memory bounded by one
+        row, time by the file so far): the file ends as if every field had been known at the
+        start.
+        """
+        if self._stream is not self._raw:
+            self._stream.close()
+        self._raw.close()
+        padding = [""] * (len(names) - len(self._columns or ()))
+        csv.field_size_limit(min(sys.maxsize, 2**31 - 1))  # a long text is one cell
+        handle, temporary = temporary_beside(self.path)
+        try:
+            raw: IO[bytes] = os.fdopen(handle, "wb")
+            stream = self._compressing(raw)
+            text = io.TextIOWrapper(stream, encoding="utf-8", newline="")
+            with self._reading_text() as old:
+                rows = csv.reader(old)
+                next(rows)  # the old header
+                writer = csv.writer(text)
+                writer.writerow(names)
+                writer.writerows(row + padding for row in rows)
+            text.flush()
+            text.detach()  # the stream stays open for the next batches
+        except BaseException:
+            temporary.unlink(missing_ok=True)
+            raise
+        self._temp.unlink(missing_ok=True)
+        self._raw, self._stream, self._temp = raw, stream, temporary
 
     def _write_parquet(self, records: list[dict[str, Any]]) -> None:
         """Append records as one Parquet row group, widening the columns when they must grow."""

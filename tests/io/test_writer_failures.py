@@ -90,8 +90,6 @@ def test_csv_output_keeps_the_columns_and_round_trips(tmp_path, name):
     with RecordWriter(tmp_path / name) as writer:
         writer.write(records[:1])
         writer.write(records[1:])
-        with pytest.raises(ValueError, match="field 'late' first appears after the first"):
-            writer.write([{"late": 1}])
     again = [r for b in read_batches(tmp_path / name, records=True) for r in b.records]
     assert again == records
     with RecordWriter(tmp_path / "mixed.csv") as writer:
