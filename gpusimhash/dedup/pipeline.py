@@ -64,6 +64,7 @@ from gpusimhash.dedup.verification import (
 from gpusimhash.evaluation import removal_scores
 from gpusimhash.features import FeatureBatch
 from gpusimhash.fingerprinting import FingerprintSettings, resolve_device
+from gpusimhash.io import consumed
 from gpusimhash.io.lines import LineBatch, document_batches
 from gpusimhash.io.readers import DocumentBatch as Batch
 from gpusimhash.io.readers import FileState, InputError, detect_format, read_batches
@@ -684,33 +685,42 @@ def _fingerprint_pass(
 
     Text is featurized once on the CPU for the features; the CPU fingerprints come from that
     same batch (as `gpusimhash.fingerprint` computes them), the GPU featurizes on its own. A
-    Jaccard threshold fingerprints the feature sets (every weight 1).
+    Jaccard threshold fingerprints the feature sets (every weight 1). The bar counts the input
+    files' bytes (compressed bytes for ``.gz``), its total their sizes: it has an ETA.
     """
     options = source.options
     codes, lengths, scores, truth, counts = [], [], [], [], []
     table: dict[Any, int] = {}
     need_records = options.truth_field is not None or options.score_field is not None
-    for batch in source.fingerprint_batches(records=need_records):
-        first_row = int(batch.rows[0]) if len(batch) else 0
-        entries = settings.featurizer.transform(batch.texts, first_index=first_row)
-        features = DocumentFeatures.from_batch(entries)
-        spill.append(features)
-        counts.append(features.sizes)
-        if limit.measure == "jaccard":
-            entries = FeatureBatch(features.states, features.offsets, None)
-        if limit.measure == "jaccard" or device == "cpu":
-            codes.append(fingerprint_batch(entries, device, bits=settings.bits, seed=settings.seed))
-        else:
-            codes.append(settings.fingerprint(batch.texts, device=device))
-        lengths.append(_lengths(batch))
-        # labels and scores: fields of records (asked for, so never plain text as bytes)
-        if options.truth_field is not None and isinstance(batch, Batch):
-            field = options.truth_field
-            values = [_record_value(source.name, batch, k, field) for k in range(len(batch))]
-            truth.append(_labels(values, table, source.name))
-        if options.score_field is not None and isinstance(batch, Batch):
-            scores.append(_scores(source.name, batch, options.score_field))
-        bar.update(len(batch))
+    bar.unit, bar.unit_scale = "B", True
+    bar.total, done = sum(path.stat().st_size for path in source.paths), 0
+    bar.refresh()
+    with consumed.counting() as read:
+        for batch in source.fingerprint_batches(records=need_records):
+            first_row = int(batch.rows[0]) if len(batch) else 0
+            entries = settings.featurizer.transform(batch.texts, first_index=first_row)
+            features = DocumentFeatures.from_batch(entries)
+            spill.append(features)
+            counts.append(features.sizes)
+            if limit.measure == "jaccard":
+                entries = FeatureBatch(features.states, features.offsets, None)
+            if limit.measure == "jaccard" or device == "cpu":
+                codes.append(
+                    fingerprint_batch(entries, device, bits=settings.bits, seed=settings.seed)
+                )
+            else:
+                codes.append(settings.fingerprint(batch.texts, device=device))
+            lengths.append(_lengths(batch))
+            # labels and scores: fields of records (asked for, so never plain text as bytes)
+            if options.truth_field is not None and isinstance(batch, Batch):
+                field = options.truth_field
+                values = [_record_value(source.name, batch, k, field) for k in range(len(batch))]
+                truth.append(_labels(values, table, source.name))
+            if options.score_field is not None and isinstance(batch, Batch):
+                scores.append(_scores(source.name, batch, options.score_field))
+            bar.update(read.bytes - done)
+            done = read.bytes
+        bar.update(read.bytes - done)  # the last file's end, after its last batch
     return _Fingerprints(
         codes=np.concatenate(codes) if codes else np.zeros((0, settings.bits // 8), np.uint8),
         lengths=np.concatenate(lengths) if lengths else np.zeros(0, np.int64),

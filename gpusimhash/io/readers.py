@@ -41,6 +41,7 @@ from typing import IO, Any, NoReturn
 import numpy as np
 
 from gpusimhash._choices import FORMATS
+from gpusimhash.io import consumed
 from gpusimhash.io.fields import SEPARATOR, FieldError, TextField
 from gpusimhash.io.skipped import Skipped
 
@@ -311,11 +312,17 @@ def read_batches(
 
 
 def _open_binary(path: Path) -> IO[bytes]:
-    """Open a file for reading bytes, decompressing ``.gz`` (a 0-byte ``.gz`` is refused)."""
+    """Open a file for reading bytes, decompressing ``.gz`` (a 0-byte ``.gz`` is refused).
+
+    The bytes read from disk so far (compressed, for ``.gz``) go to `consumed`'s counter.
+    """
     raw = open(path, "rb")  # noqa: SIM115 - the caller closes the returned stream
+    status = os.fstat(raw.fileno())
+    if stat.S_ISREG(status.st_mode):  # a pipe has no position (nor size)
+        size = status.st_size
+        consumed.opened(size, lambda: size if raw.closed else raw.tell())
     if not path.name.lower().endswith(".gz"):
         return raw
-    status = os.fstat(raw.fileno())
     if stat.S_ISREG(status.st_mode) and status.st_size == 0:
         raw.close()
         raise InputError(f"{path}: an empty file, not gzip data")
@@ -604,6 +611,8 @@ def _parquet_batches(
     wanted = [*text_columns, *([id_field] if id_field is not None else [])]
     columns = None if keep_records else list(dict.fromkeys(wanted))
     first = position = 0  # documents so far, rows of the file so far
+    size, rows = path.stat().st_size, max(parquet.metadata.num_rows, 1)
+    consumed.opened(size, lambda: size * position // rows)  # bytes in proportion to rows
     try:
         for record_batch in parquet.iter_batches(batch_size=batch_size, columns=columns):
             n = record_batch.num_rows
