@@ -89,7 +89,7 @@ reads a missing text as an empty one
         if not missing:
             return column
         if on_missing == "featureless":
-            return column.where(~mask, "")
+            return column.astype(object).where(~mask, "")  # any dtype (categorical too)
     else:
         return column
     first = int(np.flatnonzero(mask)[0])

@@ -22,6 +22,7 @@ def columns():
         "series-none": pd.Series(TEXTS, dtype=object),
         "series-nan": pd.Series([np.nan if t is None else t for t in TEXTS], dtype=object),
         "series-string": pd.Series(TEXTS, dtype="string"),
+        "series-category": pd.Series(TEXTS, dtype="category"),
     }
 
 
