@@ -292,9 +292,12 @@ def _bucket_pairs(
     found = [np.zeros((0, 2), np.int64)]
     sub_keys = [block_keys(words, lo, width) for lo, width in blocks]
     for i, sub in enumerate(sub_keys):
-        order = np.lexsort((sub, keys))
+        # key and sub-key are at most 32 bits each: one uint64 sorts as lexsort((sub, keys))
+        both = (keys << np.uint64(MAX_KEY_BITS)) | sub
+        order = np.argsort(both, kind="stable")
+        ordered = both[order]
         new = np.ones(order.size, dtype=bool)
-        new[1:] = (keys[order][1:] != keys[order][:-1]) | (sub[order][1:] != sub[order][:-1])
+        new[1:] = ordered[1:] != ordered[:-1]
         starts = np.flatnonzero(new)
         sizes = np.diff(np.append(starts, order.size))
         shared = np.flatnonzero(sizes > 1)
