@@ -78,7 +78,8 @@ def _shared(
         elif states[j] < states[i]:
             j += 1
         else:
-            dot += math.ldexp(weights[i], shift_a) * math.ldexp(weights[j], shift_b)
+            # float64 products whether the weights are float64 or (exactly) narrowed float32
+            dot += math.ldexp(float(weights[i]), shift_a) * math.ldexp(float(weights[j]), shift_b)
             shared += 1
             i += 1
             j += 1

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -572,7 +573,7 @@ def run(
             found = _verify(graph, spill, limit, options) if every_pair else None
             clustering = cluster_documents(
                 graph,
-                spill.gather,
+                functools.partial(spill.gather, narrow=True),  # float32 weights where exact
                 limit,
                 method=options.cluster,
                 policy=options.keep,

@@ -24,7 +24,7 @@ __all__ = ["CodeGraph", "adjacency"]
 # most distinct codes an int32 adjacency can index
 _INT32_CODES = 2**31 - 1
 # entries of the adjacency read at a time when counting document pairs
-_CHUNK = 1 << 22
+_CHUNK = 1 << 18
 
 
 def adjacency(parts: Iterable[np.ndarray], n: int) -> tuple[np.ndarray, np.ndarray]:

@@ -33,6 +33,7 @@ verifying; `verify_candidates` verifies candidate pairs in chunks of bounded siz
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -79,6 +80,8 @@ DEFAULT_CANDIDATE_RECALL = 0.99
 MEASURES = ("cosine", "jaccard")
 # candidate pairs expanded and verified at a time
 _CHUNK_PAIRS = 1 << 22
+# documents hashed at a time in feature_units (their weights widened, when narrowed)
+_HASHED = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -115,8 +118,10 @@ class DocumentFeatures:
         Distinct states of each document, ascending.
     offsets : ndarray, shape (n_docs + 1,), dtype int64
         Row starts.
-    weights : ndarray, shape (nnz,), dtype float64
-        Summed weight of each state, never zero.
+    weights : ndarray, shape (nnz,), dtype float64 (or float32)
+        Summed weight of each state, never zero. float32 only when exact and narrowed on
+        purpose (`gpusimhash.dedup.verification.FeatureSpill.gather`): `similarities` needs
+        `widened` features.
     exponents : ndarray, shape (n_docs,), dtype int64
         ``e`` with ``max |w| = m * 2**e``, ``0.5 <= m < 1`` (0 for a featureless document).
     squared_norms : ndarray, shape (n_docs,), dtype float64
@@ -198,6 +203,24 @@ class DocumentFeatures:
         """Bytes held: 12 per distinct feature and 24 per document (plus 8 once)."""
         arrays = (self.states, self.offsets, self.weights, self.exponents, self.squared_norms)
         return sum(a.nbytes for a in arrays)
+
+    def widened(self) -> DocumentFeatures:
+        """Return these features with float64 weights (itself when they are already).
+
+        Returns
+        -------
+        DocumentFeatures
+
+        Examples
+        --------
+        >>> features = DocumentFeatures.from_batch(featurize(["a b a"]))
+        >>> narrow = dataclasses.replace(features, weights=features.weights.astype(np.float32))
+        >>> narrow.widened().weights.dtype, features.widened() is features
+        (dtype('float64'), True)
+        """
+        if self.weights.dtype == np.float64:
+            return self
+        return dataclasses.replace(self, weights=self.weights.astype(np.float64))
 
     def take(self, rows: Any) -> DocumentFeatures:
         """Select documents.
@@ -1013,7 +1036,7 @@ def feature_units(
     n = code.size
     code = code[rows]
     sizes = features.sizes
-    hashes = parallel_call(feature_hashes, features.states, features.offsets, features.weights)
+    hashes = _feature_hashes(features)
     local = np.flatnonzero(sizes > 0)
     local = local[np.lexsort((local, hashes[local], code[local]))]
     starts = np.ones(local.size, dtype=bool)
@@ -1037,6 +1060,26 @@ def feature_units(
     # number the units in order of their lowest document
     number, lowest = first_seen(unit, n_raw + alone.size)
     return number, lowest
+
+
+def _feature_hashes(features: DocumentFeatures) -> np.ndarray:
+    """``feature_hashes`` of every document, ``_HASHED`` documents at a time, weights widened.
+
+    The hash reads the float64 bits of each weight: narrowed weights are widened (exactly)
+    one chunk at a time, so the hashes never depend on the weights' dtype.
+    """
+    out = np.empty(features.n_docs, dtype=np.uint64)
+    offsets = features.offsets
+    for lo in range(0, features.n_docs, _HASHED):
+        hi = min(lo + _HASHED, features.n_docs)
+        a, b = int(offsets[lo]), int(offsets[hi])
+        out[lo:hi] = parallel_call(
+            feature_hashes,
+            features.states[a:b],
+            offsets[lo : hi + 1] - a,
+            np.ascontiguousarray(features.weights[a:b], dtype=np.float64),
+        )
+    return out
 
 
 def _unit_candidates(

@@ -1,5 +1,9 @@
+import dataclasses
+
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gpusimhash import fingerprint
 from gpusimhash.dedup import verification
@@ -10,6 +14,7 @@ from gpusimhash.dedup.verification import (
     join_with_features,
     plan_threshold,
 )
+from gpusimhash.features import FeatureBatch
 from gpusimhash.search.exact import near_duplicate_graph
 from gpusimhash.search.verify import DocumentFeatures, candidate_radius, featurize
 
@@ -207,3 +212,67 @@ def test_the_cli_prints_a_refusal_as_it_is(tmp_path, monkeypatch, capsys):
     assert code == 1
     assert "candidate pairs at Hamming radius" in err
     assert "MB of memory available" in err
+
+
+def _weighted_features(rng, n_docs, exact):
+    """Documents of a few states out of 12, weights small integers or (not exact) tenths."""
+    sizes = rng.integers(0, 6, size=n_docs)
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    states = rng.integers(0, 12, size=offsets[-1]).astype(np.uint32)
+    weights = rng.integers(1, 4, size=offsets[-1]).astype(np.float64)
+    if not exact and weights.size:
+        weights[rng.integers(0, weights.size)] = 0.1
+    return DocumentFeatures.from_batch(FeatureBatch(states, offsets, weights))
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), exact=st.booleans(), window=st.sampled_from([1, 4, 1 << 20]))
+def test_narrow_gather_is_float32_only_when_exact(seed, exact, window):
+    rng = np.random.default_rng(seed)
+    whole = _weighted_features(rng, 30, exact)
+    rows = np.flatnonzero(rng.random(30) < 0.7)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(verification, "_WINDOW", window)
+        with feature_spill() as spill:
+            spill.append(whole)
+            narrow = spill.gather(rows, narrow=True)
+    expected = whole.take(rows)
+    exact_here = bool(np.array_equal(expected.weights.astype(np.float32), expected.weights))
+    assert narrow.weights.dtype == (np.float32 if exact_here else np.float64)
+    widened = narrow.widened()
+    assert widened.weights.dtype == np.float64
+    for name in ("states", "offsets", "weights", "exponents", "squared_norms"):
+        np.testing.assert_array_equal(getattr(widened, name), getattr(expected, name))
+
+
+@pytest.mark.parametrize("method", ["star", "components"])
+@settings(max_examples=30, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    exact=st.booleans(),
+    measure=st.sampled_from(["cosine", "jaccard"]),
+)
+def test_clustering_on_narrowed_weights_is_bit_identical(method, seed, exact, measure):
+    rng = np.random.default_rng(seed)
+    features = _weighted_features(rng, 40, exact)
+    codes = rng.integers(0, 4, size=(40, 1)).astype(np.uint8)  # many shared and near codes
+    limit = verification.Threshold(measure, 0.5, 2, True)
+    graph = join_with_features(
+        codes, features.sizes > 0, lambda c: near_duplicate_graph(c, max_distance=2)
+    )
+
+    def narrowed(rows):
+        part = features.take(rows)
+        if np.array_equal(part.weights.astype(np.float32), part.weights):
+            return dataclasses.replace(part, weights=part.weights.astype(np.float32))
+        return part
+
+    wide = cluster_documents(graph, features.take, limit, method=method)
+    narrow = cluster_documents(graph, narrowed, limit, method=method)
+    for name in ("labels", "kept_for", "similarity", "unit"):
+        np.testing.assert_array_equal(getattr(narrow, name), getattr(wide, name))
+        assert getattr(narrow, name).dtype == getattr(wide, name).dtype
+    assert (narrow.below_threshold, narrow.pairs_verified) == (
+        wide.below_threshold,
+        wide.pairs_verified,
+    )
