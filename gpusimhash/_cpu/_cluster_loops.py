@@ -14,8 +14,8 @@ candidates are the other units of its code and the units of the codes adjacent t
   never compared: a dense cluster costs about one comparison per member instead of one per pair.
   Assigned units are compacted out of the per-code unit lists as they are met, so no list is
   rescanned past them.
-* ``lazy_components``: connected components of the verified pairs; a pair whose units already
-  share a component (union-find) is not verified.
+* ``lazy_components``, ``roots``: connected components of the verified pairs; a pair whose
+  units already share a component (union-find) is not verified.
 
 ``measure`` selects the similarity: 0 accepts every candidate unverified (similarity NaN),
 1 is the cosine, 2 the set Jaccard similarity.
@@ -187,6 +187,9 @@ def _tentative_passes(
 @njit(cache=True, nogil=True)
 def lazy_star(
     order: np.ndarray,
+    kept: np.ndarray,
+    similarity: np.ndarray,
+    live: np.ndarray,
     unit_code: np.ndarray,
     code_offsets: np.ndarray,
     code_units: np.ndarray,
@@ -201,7 +204,7 @@ def lazy_star(
     measure: int,
     value: float,
     batch: int,
-) -> tuple[np.ndarray, np.ndarray, int]:  # pragma: no cover - compiled
+) -> int:  # pragma: no cover - compiled
     """Star clusters of units visited in ``order``, verifying lazily, ``batch`` centres at a time.
 
     The next ``batch`` unassigned units are tentative centres, each verified in parallel
@@ -213,13 +216,14 @@ def lazy_star(
     wasted, and not counted). No pair is compared twice: a centre skips the earlier tentative
     centres of its batch, assigned by its turn either way. ``unit_code`` is each unit's code (-1 for a unit in no candidate
     pair); ``code_units`` is modified (assigned units compacted out of the lists a centre
-    scanned). Returns the kept unit of every unit (itself when kept), each unit's similarity to
-    it (1.0 when kept) and the number of pairs compared for the centres.
+    scanned). The state carries over between calls, so consecutive slices of one order give the
+    result of the whole order: ``kept`` (the kept unit of every unit, itself when kept, -1 while
+    unassigned; start all -1), ``similarity`` (each unit's similarity to its kept one, 1.0 when
+    kept; start all 1.0) and ``live`` (the units still listed per code; start
+    ``np.diff(code_offsets)``) are updated in place. Returns the number of pairs compared for
+    the centres.
     """
     n_units = unit_code.size
-    kept = np.full(n_units, -1, dtype=np.int64)
-    similarity = np.ones(n_units, dtype=np.float64)
-    live = np.diff(code_offsets)
     verified = 0
     rank = np.full(n_units, -1, dtype=np.int64)  # position among the tentative centres
     tentative = np.empty(batch, dtype=np.int64)
@@ -299,11 +303,14 @@ def lazy_star(
                         code_units[write] = unit
                         write += 1
                 live[other] = write - lo
-    return kept, similarity, verified
+    return verified
 
 
 @njit(cache=True, nogil=True)
 def lazy_components(
+    parent: np.ndarray,
+    code_start: int,
+    code_stop: int,
     unit_code: np.ndarray,
     code_offsets: np.ndarray,
     code_units: np.ndarray,
@@ -317,18 +324,17 @@ def lazy_components(
     squared_norms: np.ndarray,
     measure: int,
     value: float,
-) -> tuple[np.ndarray, int]:  # pragma: no cover - compiled
-    """Label the connected components of the candidate pairs of units that reach the threshold.
+) -> int:  # pragma: no cover - compiled
+    """Link the candidate pairs of units that reach the threshold, from codes in a range.
 
     Every candidate pair is considered once (within a code, and from the smaller of two adjacent
-    codes) and verified only when its units are not yet in one component. Returns the smallest
-    unit of every unit's component and the number of pairs verified.
+    codes) and verified only when its units are not yet in one component. ``parent`` is the
+    union-find forest of the units (start ``np.arange(n_units)``), updated in place, so
+    consecutive ranges of codes give the components of all of them (`roots`). Returns the
+    number of pairs verified.
     """
-    n_units = unit_code.size
-    parent = np.arange(n_units, dtype=np.int64)
     verified = 0
-    n_codes = code_offsets.size - 1
-    for code in range(n_codes):
+    for code in range(code_start, code_stop):
         for s in range(code_offsets[code], code_offsets[code + 1]):
             unit = code_units[s]
             a = local[unit]
@@ -357,10 +363,16 @@ def lazy_components(
                     verified += measure != NOT_VERIFIED
                     if ok:
                         _link(parent, root, partner_root)
-    roots = np.empty(n_units, dtype=np.int64)
-    for unit in range(n_units):
-        roots[unit] = _root(parent, unit)
-    return roots, verified
+    return verified
+
+
+@njit(cache=True, nogil=True)
+def roots(parent: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
+    """Return the root of every element of a union-find forest (the smallest of its set)."""
+    found = np.empty(parent.size, dtype=np.int64)
+    for unit in range(parent.size):
+        found[unit] = _root(parent, unit)
+    return found
 
 
 @njit(cache=True, nogil=True)

@@ -550,7 +550,7 @@ def run(
         with timer.stage("fit_tfidf") as bar:
             settings.featurizer.fit(_texts_with_progress(source.batches(records=False), bar))
     with feature_spill() as spill:
-        with timer.stage("fingerprint") as bar:
+        with timer.stage("fingerprint", unit="B") as bar:
             first = _fingerprint_pass(source, settings, device, bar, spill, limit)
         n = first.codes.shape[0]
         with timer.stage("join", unit="part"):
@@ -567,7 +567,7 @@ def run(
                 lambda codes: _join(codes, limit.radius, options.recall, device),
                 empty_as_duplicates=options.empty_as_duplicates,
             )
-        with timer.stage("verify"):
+        with timer.stage("verify", unit="part"):
             # every verified pair, only where the ground truth's pair scores or --pairs need them
             every_pair = first.truth is not None or options.pairs
             found = _verify(graph, spill, limit, options) if every_pair else None

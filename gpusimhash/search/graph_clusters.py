@@ -15,17 +15,20 @@ verification, the units are the distinct codes.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from gpusimhash import _progress
 from gpusimhash._cpu._cluster_loops import (
     COSINE,
     JACCARD,
     NOT_VERIFIED,
     lazy_components,
     lazy_star,
+    roots,
 )
 from gpusimhash._cpu._runtime import parallel_call
 from gpusimhash.search._join import first_seen_labels
@@ -38,6 +41,8 @@ __all__ = ["UnitGraph", "graph_components", "graph_stars", "unit_graph"]
 _MEASURES = {None: NOT_VERIFIED, "cosine": COSINE, "jaccard": JACCARD}
 # units verified against their candidates at once, in parallel, by the star loop
 _TENTATIVE_CENTRES = 128
+# calls the loops are cut into, each reported to a dedup stage's progress bar
+_PROGRESS_STEPS = 64
 
 
 @dataclass(frozen=True)
@@ -212,10 +217,22 @@ def graph_stars(
         rank[policy_order(n, policy=policy, lengths=lengths, scores=scores)] = np.arange(n)
         best, order = star_order(units.unit, units.n_units, rank)
     star: Any = lazy_star  # compiled: called with the shared arguments unpacked
-    unit_kept, unit_similarity, verified = parallel_call(
-        star, order, *arguments, float(value), _TENTATIVE_CENTRES
-    )
-    return star_documents(units.unit, best, unit_kept, unit_similarity), int(verified)
+    unit_kept = np.full(units.n_units, -1, dtype=np.int64)
+    unit_similarity = np.ones(units.n_units)
+    live = np.diff(units.code_offsets)
+    verified = 0
+    for part in _progress_steps(order.size):  # the state carries over from part to part
+        verified += parallel_call(
+            star,
+            order[part],
+            unit_kept,
+            unit_similarity,
+            live,
+            *arguments,
+            float(value),
+            _TENTATIVE_CENTRES,
+        )
+    return star_documents(units.unit, best, unit_kept, unit_similarity), verified
 
 
 def graph_components(
@@ -258,5 +275,23 @@ def graph_components(
     """
     arguments = _loop_arguments(graph, units, features, measure)
     components: Any = lazy_components  # compiled: called with the shared arguments unpacked
-    roots, verified = components(*arguments, float(value))
-    return first_seen_labels(roots[units.unit]), int(verified)
+    parent = np.arange(units.n_units, dtype=np.int64)
+    verified = 0
+    for part in _progress_steps(units.code_offsets.size - 1):  # the forest carries over
+        verified += components(parent, part.start, part.stop, *arguments, float(value))
+    return first_seen_labels(roots(parent)[units.unit]), verified
+
+
+def _progress_steps(n: int) -> Iterator[slice]:
+    """Yield ``range(n)`` cut into at most `_PROGRESS_STEPS` slices, each reported when done.
+
+    The slices are announced to the current progress bar (`gpusimhash._progress`, a dedup
+    stage's bar; nothing without one) and each is reported done when the caller asks for the
+    next, so the bar of a long clustering loop has a total and an ETA.
+    """
+    step = max(1, -(-n // _PROGRESS_STEPS))
+    starts = range(0, n, step)
+    _progress.expect(len(starts))
+    for start in starts:
+        yield slice(start, min(start + step, n))
+        _progress.advance()

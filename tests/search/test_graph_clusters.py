@@ -1,11 +1,13 @@
 import contextlib
+import io
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tqdm import tqdm
 
-from gpusimhash import fingerprint
+from gpusimhash import _progress, fingerprint
 from gpusimhash.search import graph_clusters
 from gpusimhash.search._join import first_seen_labels
 from gpusimhash.search.clusters import cluster_labels, group_labels, star_clusters
@@ -190,3 +192,25 @@ def test_unknown_measure():
     _, graph, local, _rows, units = setup(["a", "b"], 8, 8)
     with pytest.raises(ValueError, match="measure must be one of cosine, jaccard or None"):
         graph_stars(graph, units, local, measure="dice")
+
+
+@pytest.mark.parametrize("steps", [1, 3, 64])
+def test_the_loops_cut_into_parts_give_the_same_clusters_and_report_each_part(monkeypatch, steps):
+    docs = [f"w{k % 7} a b c d e f g h" for k in range(150)]
+    docs += [f"a b c d e f g h x{k}" for k in range(150)] + ["p q r", "p q s", "z"]
+    _groups, graph, local, _rows, units = setup(docs, 64, 64)
+    want_stars, want_verified = graph_stars(graph, units, local, measure="cosine", value=0.8)
+    want_labels, _ = graph_components(graph, units, local, measure="cosine", value=0.8)
+    monkeypatch.setattr(graph_clusters, "_PROGRESS_STEPS", steps)
+    bar = tqdm(file=io.StringIO())
+    with _progress.reporting(bar):
+        stars, verified = graph_stars(graph, units, local, measure="cosine", value=0.8)
+        star_parts = bar.total
+        assert bar.n == star_parts
+        assert min(steps, 2) <= star_parts <= steps
+        labels, _ = graph_components(graph, units, local, measure="cosine", value=0.8)
+        assert bar.n == bar.total
+        assert min(steps, 2) <= bar.total - star_parts <= steps
+    assert_same_stars(stars, want_stars)
+    assert verified == want_verified
+    np.testing.assert_array_equal(labels, want_labels)
