@@ -167,7 +167,7 @@ class FileState:
         if not stat.S_ISREG(status.st_mode):
             raise InputError(
                 f"{path}: not a regular file (a pipe or a device cannot be read twice; "
-                "save it to a file first)"
+                "save it to a file first, or give - to read standard input, which is saved once)"
             )
         return cls(
             status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns

@@ -119,6 +119,7 @@ def test_a_pipe_is_refused_before_any_work(tmp_path):
     )
     assert done.returncode == 1
     assert done.stderr.startswith("gpusimhash: error: /dev/stdin: not a regular file (a pipe")
+    assert "give - to read standard input" in done.stderr
     assert list(out.iterdir()) == []
 
 
