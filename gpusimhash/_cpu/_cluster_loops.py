@@ -79,7 +79,9 @@ def _shared(
             j += 1
         else:
             # float64 products whether the weights are float64 or (exactly) narrowed float32
-            dot += math.ldexp(float(weights[i]), shift_a) * math.ldexp(float(weights[j]), shift_b)
+            # (np.float64, not float(): Numba's float() keeps a float32 a float32)
+            wa, wb = np.float64(weights[i]), np.float64(weights[j])
+            dot += math.ldexp(wa, shift_a) * math.ldexp(wb, shift_b)
             shared += 1
             i += 1
             j += 1

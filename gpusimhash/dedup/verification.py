@@ -280,7 +280,9 @@ class FeatureSpill:
                 window = np.fromfile(handle, dtype=dtype, count=int(ends[last - 1]) - lo)
                 picked = window[_segments.ranges(starts[first:last] - lo, sizes[first:last])]
                 if out.dtype != picked.dtype and not _exact_narrow(picked, out.dtype):
-                    out = out.astype(picked.dtype)
+                    wide = np.empty(out.size, dtype=picked.dtype)
+                    wide[:written] = out[:written]
+                    out = wide
                 out[written : written + picked.size] = picked
                 written += picked.size
                 first = last

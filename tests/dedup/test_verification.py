@@ -215,11 +215,15 @@ def test_the_cli_prints_a_refusal_as_it_is(tmp_path, monkeypatch, capsys):
 
 
 def _weighted_features(rng, n_docs, exact):
-    """Documents of a few states out of 12, weights small integers or (not exact) tenths."""
+    """Documents of a few states out of 12, weights exact in float32 (one not, unless exact).
+
+    The weights of 23 significant bits make float32 products inexact: the verification
+    must widen them before multiplying.
+    """
     sizes = rng.integers(0, 6, size=n_docs)
     offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     states = rng.integers(0, 12, size=offsets[-1]).astype(np.uint32)
-    weights = rng.integers(1, 4, size=offsets[-1]).astype(np.float64)
+    weights = rng.choice([1.0, 2.0, 3.0, 1234567.0, 8388607.0], size=offsets[-1])
     if not exact and weights.size:
         weights[rng.integers(0, weights.size)] = 0.1
     return DocumentFeatures.from_batch(FeatureBatch(states, offsets, weights))
