@@ -67,6 +67,21 @@ __global__ void __launch_bounds__(GSH_BLOCK, 8)
 // with "surrogatepass"); a sequence never crosses a document boundary. The smallest offending
 // byte position goes to *first_error by an integer atomicMin (the caller starts it at ~0).
 
+// The last document starting at or before position i (doc_starts ascending, doc_starts[0] <= i).
+static __device__ __forceinline__ long long document_at(const long long* doc_starts,
+                                                        long long n_docs, long long i) {
+    long long low = 0, high = n_docs - 1;
+    while (low < high) {
+        const long long middle = low + (high - low + 1) / 2;
+        if (doc_starts[middle] <= i) {
+            low = middle;
+        } else {
+            high = middle - 1;
+        }
+    }
+    return low;
+}
+
 // Bytes of the sequence a lead byte starts (1-4), or 0 for a continuation or invalid byte.
 static __device__ __forceinline__ int utf8_length(unsigned int lead) {
     if (lead < 0x80u) return 1;
@@ -165,16 +180,7 @@ __global__ void __launch_bounds__(GSH_BLOCK, 8)
         if ((flags[i] & GSH_FLAG_TOKEN_START) == 0u) {
             continue;
         }
-        long long low = 0, high = n_docs - 1;  // the last document starting at or before i
-        while (low < high) {
-            const long long middle = low + (high - low + 1) / 2;
-            if (doc_starts[middle] <= i) {
-                low = middle;
-            } else {
-                high = middle - 1;
-            }
-        }
-        const long long doc = low;
+        const long long doc = document_at(doc_starts, n_docs, i);
         const long long token = rank[i] - 1 - doc_tokens[doc];  // rank inside the document
         const long long count = doc_tokens[doc + 1] - doc_tokens[doc];
         const bool whole = count < ngram;  // one n-gram of every token
@@ -227,16 +233,7 @@ __global__ void __launch_bounds__(GSH_BLOCK, 8)
         if ((flags[i] & GSH_FLAG_KEEP) == 0u) {
             continue;
         }
-        long long low = 0, high = n_docs - 1;  // the last document starting at or before i
-        while (low < high) {
-            const long long middle = low + (high - low + 1) / 2;
-            if (doc_starts[middle] <= i) {
-                low = middle;
-            } else {
-                high = middle - 1;
-            }
-        }
-        const long long doc = low;
+        const long long doc = document_at(doc_starts, n_docs, i);
         const long long position = rank[i] - 1 - doc_kept[doc];  // in the normalized text
         const long long length = doc_kept[doc + 1] - doc_kept[doc] - 1;
         const bool whole = length < ngram;  // one n-gram of the whole text

@@ -14,8 +14,8 @@ candidates are the other units of its code and the units of the codes adjacent t
   never compared: a dense cluster costs about one comparison per member instead of one per pair.
   Assigned units are compacted out of the per-code unit lists as they are met, so no list is
   rescanned past them.
-* ``lazy_components``, ``roots``: connected components of the verified pairs; a pair whose
-  units already share a component (union-find) is not verified.
+* ``lazy_components``: connected components of the verified pairs; a pair whose units already
+  share a component (union-find) is not verified.
 
 ``measure`` selects the similarity: 0 accepts every candidate unverified (similarity NaN),
 1 is the cosine, 2 the set Jaccard similarity.
@@ -332,8 +332,8 @@ def lazy_components(
     Every candidate pair is considered once (within a code, and from the smaller of two adjacent
     codes) and verified only when its units are not yet in one component. ``parent`` is the
     union-find forest of the units (start ``np.arange(n_units)``), updated in place, so
-    consecutive ranges of codes give the components of all of them (`roots`). Returns the
-    number of pairs verified.
+    consecutive ranges of codes give the components of all of them (``flatten_forest``).
+    Returns the number of pairs verified.
     """
     verified = 0
     for code in range(code_start, code_stop):
@@ -366,15 +366,6 @@ def lazy_components(
                     if ok:
                         _link(parent, root, partner_root)
     return verified
-
-
-@njit(cache=True, nogil=True)
-def roots(parent: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
-    """Return the root of every element of a union-find forest (the smallest of its set)."""
-    found = np.empty(parent.size, dtype=np.int64)
-    for unit in range(parent.size):
-        found[unit] = _root(parent, unit)
-    return found
 
 
 @njit(cache=True, nogil=True)

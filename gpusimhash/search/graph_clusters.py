@@ -28,8 +28,8 @@ from gpusimhash._cpu._cluster_loops import (
     NOT_VERIFIED,
     lazy_components,
     lazy_star,
-    roots,
 )
+from gpusimhash._cpu._mih_loops import flatten_forest
 from gpusimhash._cpu._runtime import parallel_call
 from gpusimhash.search._join import first_seen_labels
 from gpusimhash.search.clusters import StarClusters, policy_order, star_documents, star_order
@@ -279,7 +279,7 @@ def graph_components(
     verified = 0
     for part in _progress_steps(units.code_offsets.size - 1):  # the forest carries over
         verified += components(parent, part.start, part.stop, *arguments, float(value))
-    return first_seen_labels(roots(parent)[units.unit]), verified
+    return first_seen_labels(flatten_forest(parent)[units.unit]), verified
 
 
 def _progress_steps(n: int) -> Iterator[slice]:
