@@ -3,9 +3,9 @@
 import json
 
 import pytest
+from cli_main import in_process
 
 from gpusimhash import SimHashIndex
-from gpusimhash.cli import main
 
 OLD = [
     "the river flooded the old mill after three days of heavy rain in the valley",
@@ -19,15 +19,6 @@ NEW = [
     {"url": "n4", "text": "a quiet library in the north of the city lends tools and books"},
     {"url": "n5", "text": OLD[1]},  # indexed already, alone in its cluster
 ]
-
-
-def in_process(args, capsys):
-    try:
-        code = main([str(a) for a in args])
-    except SystemExit as stop:
-        code = stop.code
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def read_jsonl(path):

@@ -7,9 +7,10 @@ import subprocess
 import sys
 
 import pytest
+from cli_main import in_process
 
 from gpusimhash import TextFeaturizer
-from gpusimhash.cli import build_parser, compare, main
+from gpusimhash.cli import build_parser, compare
 from gpusimhash.search import verify
 
 
@@ -23,15 +24,6 @@ def run(*args, stdout=subprocess.PIPE):
         env={**os.environ, "GPUSIMHASH_TRACEBACK": ""},
         timeout=120,
     )
-
-
-def in_process(args, capsys):
-    try:
-        code = main([str(a) for a in args])
-    except SystemExit as stop:
-        code = stop.code
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 @pytest.mark.parametrize(

@@ -4,9 +4,9 @@ import json
 
 import numpy as np
 import pytest
+from cli_main import in_process
 
 from gpusimhash import SimHashIndex, fingerprint, hamming
-from gpusimhash.cli import main
 
 TEXTS = [
     "the river flooded the old mill after three days of heavy rain",
@@ -15,15 +15,6 @@ TEXTS = [
     "bake the bread until the crust turns a deep golden brown",
     "the river flooded the old mill after days of heavy rain",
 ]
-
-
-def in_process(args, capsys):
-    try:
-        code = main([str(a) for a in args])
-    except SystemExit as stop:
-        code = stop.code
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def write_jsonl(path, rows):
