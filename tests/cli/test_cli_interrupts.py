@@ -152,9 +152,14 @@ def test_earlier_outputs_are_recognised():
 
 # what `python -m gpusimhash` and the `gpusimhash` script run once the interpreter has started
 # and found the entry point (a Ctrl-C before that is Python's own): a line on stderr says when
+# "started" is written once run() has installed its Ctrl-C recorder: a SIGINT sent earlier would land
+# in this harness's own statements (the real script enters run() at once)
 STARTED = (
-    "import sys; from gpusimhash.__main__ import run; sys.argv[0] = 'gpusimhash'; "
-    "sys.stderr.write('started\\n'); sys.stderr.flush(); run()"
+    "import sys; from gpusimhash import _interrupts; from gpusimhash.__main__ import run\n"
+    "install = _interrupts.install\n"
+    "def announced():\n"
+    "    install(); sys.stderr.write('started\\n'); sys.stderr.flush()\n"
+    "_interrupts.install = announced; sys.argv[0] = 'gpusimhash'; run()"
 )
 
 
