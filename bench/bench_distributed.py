@@ -2,9 +2,11 @@
 
 Generates ``--docs`` synthetic documents (`gpusimhash.datasets.synth`, default spec, seed 1)
 into ``--parts`` JSONL partitions (and one file for the single-machine run), then times
-`gpusimhash.distributed.dedup` (128 bits, radius 3) on a process LocalCluster of each
-``--workers`` count (one thread per worker, and its compiled loops and FAISS on one core), after
-a warm-up run that imports and compiles on every worker. Records
+`gpusimhash.distributed.dedup` (128 bits, radius 3) on a process cluster of each ``--workers``
+count (`gpusimhash.distributed.local_cluster`: one task at a time per worker, and its compiled
+loops and FAISS on one thread, so N workers use N cores), then on one worker whose loops use
+every core (what ``gpusimhash dedup --workers 1`` starts), each after a warm-up run that
+imports and compiles on every worker. Records
 the wall time and stage times, each worker's peak resident memory (sampled every 0.2 s), the
 bytes each shuffle produced (per document and table), the bytes the workers actually fetched
 from each other, and whether the kept documents and the duplicates report are byte-identical
@@ -32,14 +34,11 @@ from _common import print_table, write_json
 
 from gpusimhash.datasets.synth import CorpusSpec, generate
 from gpusimhash.dedup.pipeline import dedup_file
-from gpusimhash.distributed import dedup
+from gpusimhash.distributed import dedup, local_cluster
 
 # 4 tables of 32 bits. Radius 7 (8 tables of 16 bits) gives ~100M candidate pairs of codes at 2M
 # of these documents (1.45M at 200k, 8M at 500k): over 13 GB in one worker, verified one by one
 SETTINGS = {"bits": 128, "max_distance": 3, "id_field": "id"}
-# each worker process on one core: its compiled loops (Numba) and FAISS single-threaded, so that
-# 1 worker uses one core and 2 workers two (the one-machine run uses every core)
-ONE_CORE = {"NUMBA_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
 
 
 def write_corpus(folder: Path, n_docs: int, n_parts: int) -> Path:
@@ -101,31 +100,33 @@ class PeakMemory:
         self._thread.join()
 
 
-def run_cluster(n_workers: int, folder: Path, out: Path) -> dict:
-    """Time the distributed dedup on a fresh local cluster of ``n_workers`` processes."""
-    from distributed import Client, LocalCluster
+def run_cluster(n_workers: int, threads: int, folder: Path, out: Path) -> dict:
+    """Time the distributed dedup on a fresh local cluster of ``n_workers`` processes.
+
+    Each worker runs one task at a time, its compiled loops and FAISS on ``threads`` threads.
+    """
+    from distributed import Client
 
     with (
-        LocalCluster(
-            n_workers=n_workers,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=":0",
-            env=ONE_CORE,
-        ) as cluster,
+        local_cluster(n_workers, threads, dashboard_address=":0") as cluster,
         Client(cluster) as client,
     ):
         dedup(folder / "warmup", out / "warmup", client=client, **SETTINGS)
         idle = client.run(_rss)
+        load = os.getloadavg()
         fetched_before = sum(client.run(_fetched).values())
         with PeakMemory(client) as memory:
             start = time.perf_counter()
-            result = dedup(folder / "parts", out / f"workers{n_workers}", client=client, **SETTINGS)
+            result = dedup(
+                folder / "parts", out / _name(n_workers, threads), client=client, **SETTINGS
+            )
             seconds = time.perf_counter() - start
         fetched = sum(client.run(_fetched).values()) - fetched_before
     summary = result.summary
     return {
         "workers": n_workers,
+        "threads_per_worker": threads,
+        "load_average_before": load,
         "seconds": round(seconds, 2),
         "timings_s": summary["timings_s"],
         "peak_rss_per_worker_bytes": sorted(memory.peak.values()),
@@ -134,6 +135,11 @@ def run_cluster(n_workers: int, folder: Path, out: Path) -> dict:
         "fetched_between_workers_bytes": fetched,
         "results": summary["results"],
     }
+
+
+def _name(n_workers: int, threads: int) -> str:
+    """Output folder of a run."""
+    return f"workers{n_workers}" + (f"-threads{threads}" if threads > 1 else "")
 
 
 def same_outputs(single: Path, spread: Path) -> bool:
@@ -146,7 +152,7 @@ def same_outputs(single: Path, spread: Path) -> bool:
 
 def estimate(rows: list[dict], n_docs: int) -> list[dict]:
     """What 100M and 1B documents need, from the measured per-document costs."""
-    one = next(r for r in rows if r["workers"] == 1)
+    one = next(r for r in rows if r["workers"] == 1 and r["threads_per_worker"] == 1)
     two = next((r for r in rows if r["workers"] == 2), one)
     efficiency = one["seconds"] / (2 * two["seconds"]) if two is not one else 1.0
     core_seconds = one["seconds"] / n_docs  # one worker process, one core
@@ -178,6 +184,9 @@ def main() -> None:
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--data", type=Path, default=Path("/tmp/gpusimhash-bench-distributed"))
     parser.add_argument("--no-single", action="store_true", help="skip the one-machine run")
+    parser.add_argument(
+        "--no-all-cores", action="store_true", help="skip the 1-worker run on every core"
+    )
     args = parser.parse_args()
     load_before = os.getloadavg()
     folder = write_corpus(args.data / str(args.docs), args.docs, args.parts)
@@ -187,7 +196,11 @@ def main() -> None:
     for part in sorted((folder / "warmup" / "parts").iterdir()):
         part.replace(folder / "warmup" / "warmup" / part.name)
     out = args.data / f"out-{args.docs}"
-    rows = [run_cluster(n, folder, out) for n in args.workers]
+    runs = [(n, 1) for n in args.workers]
+    cores = os.cpu_count() or 1
+    if not args.no_all_cores and cores > 1:
+        runs.append((1, cores))
+    rows = [run_cluster(n, threads, folder, out) for n, threads in runs]
     single = None
     if not args.no_single:
         start = time.perf_counter()
@@ -199,14 +212,20 @@ def main() -> None:
         }
         for row in rows:
             row["identical_to_single"] = same_outputs(
-                out / "single", out / f"workers{row['workers']}"
+                out / "single", out / _name(row["workers"], row["threads_per_worker"])
             )
     base = rows[0]["seconds"]
+    every_core = next((r["seconds"] for r in rows if r["threads_per_worker"] > 1), None)
     table = [
         {
             "workers": r["workers"],
+            "threads": r["threads_per_worker"],
+            "load": round(r["load_average_before"][0], 2),
             "seconds": r["seconds"],
             "speedup": round(base / r["seconds"], 2),
+            "vs 1 worker, every core": (
+                round(every_core / r["seconds"], 2) if every_core is not None else "-"
+            ),
             "fingerprint/join/cluster/write s": "/".join(
                 f"{r['timings_s'][k]:.1f}" for k in ("fingerprint", "join", "cluster", "write")
             ),
@@ -236,6 +255,7 @@ def main() -> None:
             "load_average_before": load_before,
             "runs": rows,
             "single_machine": single,
+            "load_average_after": os.getloadavg(),
             "estimate": paper,
             "estimate_assumptions": (
                 "per-document core seconds of the 1-worker run, divided by workers times the "

@@ -87,7 +87,9 @@ def run_distributed(
 
 def _client(args: argparse.Namespace) -> Any:
     """Connect to the scheduler, or start a local cluster that closes with the client."""
-    from dask.distributed import Client, LocalCluster
+    from dask.distributed import Client
+
+    from gpusimhash.distributed import local_cluster
 
     if args.scheduler is not None:
         try:
@@ -97,14 +99,8 @@ def _client(args: argparse.Namespace) -> Any:
                 f"cannot reach the Dask scheduler {args.scheduler}: {error}"
             ) from None
     # the cores shared out: each worker's compiled loops and FAISS get cores / workers threads
-    threads = str(max(1, (os.cpu_count() or 1) // args.workers))
-    cluster = LocalCluster(  # type: ignore[no-untyped-call]
-        n_workers=args.workers,
-        threads_per_worker=1,
-        processes=True,
-        dashboard_address=":0",
-        env={"NUMBA_NUM_THREADS": threads, "OMP_NUM_THREADS": threads},
-    )
+    threads = max(1, (os.cpu_count() or 1) // args.workers)
+    cluster = local_cluster(args.workers, threads, dashboard_address=":0")
     return _Closing(Client(cluster), cluster)  # type: ignore[no-untyped-call]
 
 

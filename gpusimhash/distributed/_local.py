@@ -1,0 +1,66 @@
+"""A local cluster of worker processes whose compiled loops and FAISS get a set number of threads.
+
+Numba reads ``NUMBA_NUM_THREADS`` and OpenMP (FAISS) reads ``OMP_NUM_THREADS`` once, when a
+process starts using them. `dask.distributed.LocalCluster`'s ``env=`` sets variables inside the
+worker process after it has started, too late for Numba: each worker then runs its compiled
+loops on every core of the machine, so ``N`` workers start ``N`` times too many threads. The
+variables must be in ``distributed.nanny.pre-spawn-environ``, which the nanny sets before it
+spawns (and respawns) its worker; `local_cluster` does that.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["local_cluster"]
+
+
+def local_cluster(n_workers: int, threads: int, **kwargs: Any) -> Any:
+    """Start a local cluster of ``n_workers`` processes, each running tasks one at a time.
+
+    Parameters
+    ----------
+    n_workers : int
+        Worker processes, ``>= 1``.
+    threads : int
+        Threads of each worker's compiled loops (Numba) and of FAISS (OpenMP), ``>= 1``.
+    **kwargs
+        Further arguments of `dask.distributed.LocalCluster` (not ``n_workers``,
+        ``threads_per_worker`` or ``processes``).
+
+    Returns
+    -------
+    dask.distributed.LocalCluster
+        Started; close it (or use it as a context manager).
+
+    Raises
+    ------
+    ValueError
+        ``n_workers`` or ``threads`` below 1.
+
+    Examples
+    --------
+    >>> import numba
+    >>> from dask.distributed import Client
+    >>> with local_cluster(1, threads=1, dashboard_address=":0") as cluster:
+    ...     with Client(cluster) as client:
+    ...         list(client.run(lambda: numba.config.NUMBA_NUM_THREADS).values())
+    [1]
+    """
+    from dask import config
+    from dask.distributed import LocalCluster
+
+    for name, value in (("n_workers", n_workers), ("threads", threads)):
+        if value < 1:
+            raise ValueError(f"local_cluster: {name} must be >= 1, got {value}")
+    count = str(threads)
+    environ = {
+        **config.get("distributed.nanny.pre-spawn-environ", {}),
+        "NUMBA_NUM_THREADS": count,
+        "OMP_NUM_THREADS": count,
+    }
+    # the nannies read this when they are made, and keep it for every respawn
+    with config.set({"distributed.nanny.pre-spawn-environ": environ}):
+        return LocalCluster(  # type: ignore[no-untyped-call]
+            n_workers=n_workers, threads_per_worker=1, processes=True, **kwargs
+        )

@@ -1,0 +1,44 @@
+"""Local worker processes get the thread counts asked for, set before they start."""
+
+import argparse
+import os
+
+import pytest
+
+distributed = pytest.importorskip("distributed")
+
+from gpusimhash.cli.distributed import _client
+from gpusimhash.distributed import local_cluster
+
+
+def _threads():
+    import faiss
+    import numba
+
+    return numba.config.NUMBA_NUM_THREADS, numba.get_num_threads(), faiss.omp_get_max_threads()
+
+
+def test_every_worker_and_a_respawned_one_get_the_threads():
+    with (
+        local_cluster(2, threads=1, dashboard_address=":0") as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        assert list(client.run(_threads).values()) == [(1, 1, 1)] * 2
+        client.restart()  # the nannies spawn their workers again
+        assert list(client.run(_threads).values()) == [(1, 1, 1)] * 2
+        workers = client.scheduler_info()["workers"].values()
+        assert [w["nthreads"] for w in workers] == [1, 1]
+
+
+def test_the_command_shares_the_cores_among_its_workers():
+    # what `gpusimhash dedup --workers 2` starts: cores // 2 threads each (1 on two cores,
+    # where Numba alone would take 2)
+    expected = max(1, (os.cpu_count() or 1) // 2)
+    with _client(argparse.Namespace(scheduler=None, workers=2)) as client:
+        assert list(client.run(_threads).values()) == [(expected, expected, expected)] * 2
+
+
+@pytest.mark.parametrize(("n_workers", "threads", "name"), [(0, 1, "n_workers"), (1, 0, "threads")])
+def test_bad_counts_are_refused(n_workers, threads, name):
+    with pytest.raises(ValueError, match=f"local_cluster: {name} must be >= 1, got 0"):
+        local_cluster(n_workers, threads)
