@@ -89,9 +89,40 @@ def test_components_and_deal():
     nodes, labels = groups.components(pairs, np.array([60, 10]))
     assert nodes.tolist() == [10, 20, 30, 40, 50, 60]
     assert labels.tolist() == [0, 0, 1, 1, 0, 2]
-    # the largest component first, then round robin
-    assert groups.deal(labels, 2).tolist() == [0, 0, 1, 1, 0, 0]
+    # the heaviest component first, each to the lightest group
+    assert groups.deal(labels, 2).tolist() == [0, 0, 1, 1, 0, 1]
     assert groups.deal(labels, 5).tolist() == [0, 0, 1, 1, 0, 2]
+    # a component's pairs count as work
+    assert groups.deal(labels, 2, pair_labels=np.array([1, 1, 1])).tolist() == [1, 1, 0, 0, 1, 1]
+
+
+def test_deal_fills_groups_around_a_heavy_component():
+    # one component of 50 nodes and 100 of one node: 75 each (round robin would give 100, 50)
+    labels = np.concatenate([np.zeros(50, np.int64), np.arange(1, 101)])
+    group = groups.deal(labels, 2)
+    assert np.bincount(group).tolist() == [75, 75]
+    assert set(group[:50].tolist()) == {0}
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    sizes=st.lists(st.integers(1, 40), min_size=1, max_size=300),
+    n_groups=st.integers(1, 9),
+    seed=st.integers(0, 2**16),
+)
+def test_deal_keeps_components_whole_and_groups_balanced(sizes, n_groups, seed):
+    labels = np.random.default_rng(seed).permutation(np.repeat(np.arange(len(sizes)), sizes))
+    pair_labels = np.random.default_rng(seed + 1).integers(0, len(sizes), 2 * len(sizes))
+    group = groups.deal(labels, n_groups, pair_labels)
+    assert group.min() >= 0
+    assert group.max() < n_groups
+    for component in range(len(sizes)):
+        assert np.unique(group[labels == component]).size == 1
+    work = np.bincount(labels) + np.bincount(pair_labels, minlength=len(sizes))
+    of = np.zeros(len(sizes), np.int64)
+    of[labels] = group
+    load = np.bincount(of, weights=work, minlength=n_groups)
+    assert load.max() <= -(-work.sum() // n_groups) + work.max()
 
 
 @pytest.mark.parametrize("n_groups", [1, 3])

@@ -27,6 +27,8 @@ from gpusimhash.search.verify import DocumentFeatures
 
 __all__ = ["cluster_group", "components", "deal", "group_documents"]
 
+_HEAVY_PER_GROUP = 16  # the heaviest components dealt one by one (the rest fill the groups)
+
 
 def components(pairs: np.ndarray, shared: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Label the connected components of the candidate graph of distinct codes.
@@ -55,8 +57,12 @@ def components(pairs: np.ndarray, shared: np.ndarray) -> tuple[np.ndarray, np.nd
     return nodes, cluster_labels(np.searchsorted(nodes, pairs).reshape(-1, 2), nodes.size)
 
 
-def deal(labels: np.ndarray, n_groups: int) -> np.ndarray:
-    """Deal components to groups, largest first, round robin.
+def deal(labels: np.ndarray, n_groups: int, pair_labels: np.ndarray | None = None) -> np.ndarray:
+    """Deal components to groups of about equal work.
+
+    A component's work is taken as its nodes plus its pairs (a dense component costs more
+    than its size says). The heaviest components go one by one to the lightest group so far;
+    the rest, heaviest first, fill each group up to an equal share of the total.
 
     Parameters
     ----------
@@ -64,6 +70,8 @@ def deal(labels: np.ndarray, n_groups: int) -> np.ndarray:
         Component of each node (`components`).
     n_groups : int
         Groups, ``>= 1``.
+    pair_labels : ndarray, dtype int64, optional
+        Component of each pair; without it, a component's work is its nodes.
 
     Returns
     -------
@@ -73,12 +81,28 @@ def deal(labels: np.ndarray, n_groups: int) -> np.ndarray:
     Examples
     --------
     >>> deal(np.array([0, 0, 1, 2, 0, 2]), 2).tolist()
-    [0, 0, 0, 1, 0, 1]
+    [0, 0, 1, 1, 0, 1]
+    >>> deal(np.array([0, 0, 1, 2, 0, 2]), 2, pair_labels=np.array([2, 2, 2, 2])).tolist()
+    [1, 1, 1, 0, 1, 0]
     """
-    sizes = np.bincount(labels) if labels.size else np.zeros(0, np.int64)
-    rank = np.empty(sizes.size, dtype=np.int64)
-    rank[np.argsort(-sizes, kind="stable")] = np.arange(sizes.size)
-    group: np.ndarray = (rank % n_groups)[labels]
+    n_components = int(labels.max()) + 1 if labels.size else 0
+    work = np.bincount(labels, minlength=n_components)
+    if pair_labels is not None:
+        work = work + np.bincount(pair_labels, minlength=n_components)
+    order = np.argsort(-work, kind="stable")
+    of = np.zeros(n_components, dtype=np.int64)
+    load = np.zeros(n_groups, dtype=np.int64)
+    heavy = order[: _HEAVY_PER_GROUP * n_groups]
+    for component in heavy.tolist():
+        lightest = int(np.argmin(load))
+        of[component] = lightest
+        load[lightest] += work[component]
+    rest = order[heavy.size :]
+    # group g takes the next components while their running sum stays in its share
+    share = np.maximum(-(-int(work.sum()) // n_groups) - load, 0)
+    middle = np.cumsum(work[rest]) - work[rest] / 2
+    of[rest] = np.minimum(np.searchsorted(np.cumsum(share), middle), n_groups - 1)
+    group: np.ndarray = of[labels]
     return group
 
 

@@ -47,6 +47,7 @@ from gpusimhash.text import TextFeaturizer
 __all__ = ["DistributedResult", "dedup"]
 
 _TASK_DOCUMENTS = 500_000  # documents per collapse or join task at least, beyond two per worker
+_GROUPS_PER_WORKER = 2  # clustering tasks per worker
 _UNSUPPORTED = {
     "truth_field": None,
     "recall": None,
@@ -342,8 +343,9 @@ class _Run:
             shared = np.append(shared, self.featureless.min())
         nodes, labels = groups.components(pairs, shared)
         n_components = int(labels.max()) + 1 if labels.size else 0
-        n_groups = max(1, min(2 * self.n_workers, n_components))
-        group = groups.deal(labels, n_groups)
+        n_groups = max(1, min(_GROUPS_PER_WORKER * self.n_workers, n_components))
+        pair_at = np.searchsorted(nodes, pairs[:, 0])
+        group = groups.deal(labels, n_groups, labels[pair_at])
         stats["candidate_code_pairs"] = len(pairs)
         stats["components"] = n_components
         stats["cluster_groups"] = n_groups
@@ -356,7 +358,7 @@ class _Run:
             client.submit(_group_documents, c, mapping, n_groups, key=self.key("group-split", b))
             for b, c in enumerate(self.collapsed)
         ]
-        pair_group = group[np.searchsorted(nodes, pairs[:, 0])]
+        pair_group = group[pair_at]
         order = np.argsort(pair_group, kind="stable")
         bounds = np.searchsorted(pair_group[order], np.arange(n_groups + 1))
         extra_group = int(group[np.searchsorted(nodes, extra[0, 1])]) if extra.size else -1
