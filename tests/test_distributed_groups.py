@@ -127,16 +127,14 @@ def test_deal_keeps_components_whole_and_groups_balanced(sizes, n_groups, seed):
 
 @pytest.mark.parametrize("n_groups", [1, 3])
 def test_group_documents_names_every_document_of_a_component_code(n_groups):
-    from gpusimhash.distributed._tables import Collapsed
-
-    collapsed = Collapsed(
-        rows=np.array([0, 2, 5, 7]),
-        words=np.zeros((4, 1), np.uint64),
-        members=np.array([[0, 0], [3, 0], [7, 7], [9, 7]]),
-    )
+    # codes 0 and 7 of several documents (members), 5 and 11 of one; code 2 in no component
+    members = np.array([[0, 0], [3, 0], [7, 7], [9, 7]])
     nodes, group = np.array([0, 5, 7, 11]), np.array([0, 1 % n_groups, 2 % n_groups, 0])
-    pieces = groups.group_documents(collapsed, nodes, group, n_groups)
-    found = {tuple(d) for g, piece in enumerate(pieces) for d in piece.tolist() if g < n_groups}
-    assert found == {(0, 0), (3, 0), (7, 7), (9, 7), (5, 5)}  # code 2 is in no component
+    pieces = groups.group_documents(nodes, group, members, n_groups)
+    assert len(pieces) == n_groups
+    found = sorted(tuple(d) for piece in pieces for d in piece.tolist())
+    assert found == [(0, 0), (3, 0), (5, 5), (7, 7), (9, 7), (11, 11)]
+    for piece in pieces:
+        assert np.all(np.diff(piece[:, 0]) > 0)  # ascending rows
     for g, piece in enumerate(pieces):
         assert all(group[np.searchsorted(nodes, c)] == g for _, c in piece.tolist())

@@ -105,7 +105,6 @@ def test_documents_of_a_shared_code_are_members():
     assert found.tolist() == []
     assert c.rows.tolist() == [0, 4, 2]  # lowest rows, in code order
     assert sorted(c.members.tolist()) == [[0, 0], [1, 0], [3, 0]]
-    assert c.shared_codes().tolist() == [0]
 
 
 @pytest.mark.parametrize(("bits", "radius"), [(64, 3), (128, 7), (256, 2), (64, 64), (8, 9)])

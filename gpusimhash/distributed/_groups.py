@@ -4,10 +4,11 @@ Star clustering in keep-policy order (and connected components) only ever relate
 joined by a chain of candidate pairs, so each connected component of the candidate graph of
 distinct codes clusters alone, and the same way whatever else is clustered beside it. The
 driver labels the components from the pairs of distinct codes the tables found and the codes
-shared by several documents (`components`), and deals them to groups (`deal`). Each collapse
-task sends the (row, code) of its documents in components to their group (`group_documents`);
-each partition sends the features, lengths and scores of the group's documents it holds
-(`gpusimhash.distributed._partitions.take_documents`); and a task per group runs the
+shared by several documents (`components`), deals them to groups (`deal`) and, from the
+documents of those shared codes the collapse tasks list, names each group's documents
+(`group_documents`); each partition sends the features, lengths and scores of a group's
+documents it holds (`gpusimhash.distributed._partitions.take_documents`); and a task per group
+runs the
 single-machine clustering, `gpusimhash.dedup.verification.cluster_documents`, on them: the
 candidates are verified lazily inside the star loop, and only (row, kept row, similarity) of
 the removed documents come back (`cluster_group`).
@@ -20,7 +21,6 @@ import itertools
 import numpy as np
 
 from gpusimhash.dedup.verification import Threshold, cluster_documents
-from gpusimhash.distributed._tables import Collapsed
 from gpusimhash.search.clusters import cluster_labels
 from gpusimhash.search.graph import CodeGraph, adjacency
 from gpusimhash.search.verify import DocumentFeatures
@@ -107,31 +107,39 @@ def deal(labels: np.ndarray, n_groups: int, pair_labels: np.ndarray | None = Non
 
 
 def group_documents(
-    collapsed: Collapsed, nodes: np.ndarray, group: np.ndarray, n_groups: int
+    nodes: np.ndarray, group: np.ndarray, members: np.ndarray, n_groups: int
 ) -> list[np.ndarray]:
-    """Split a collapse task's documents in components by group.
+    """Every document of the components, by group.
+
+    A node is a code, named by the lowest row of its documents: a code of one document is that
+    document; the documents of a code of several are in ``members``.
 
     Parameters
     ----------
-    collapsed : Collapsed
-        The collapse task's codes.
     nodes, group : ndarray, dtype int64
         Every code in a component, ascending, and its group.
+    members : ndarray, shape (k, 2), dtype int64
+        ``(row, code)`` of every document of a code of two or more documents (each of those
+        codes is a node).
     n_groups : int
         Groups.
 
     Returns
     -------
     list of ndarray, shape (k, 2), dtype int64
-        For each group, ``(row, code)`` of its documents from this task.
+        For each group, ``(row, code)`` of its documents, ascending rows.
+
+    Examples
+    --------
+    >>> nodes, group = np.array([0, 2, 5]), np.array([1, 0, 1])
+    >>> members = np.array([[0, 0], [3, 0], [9, 0]])
+    >>> [d.tolist() for d in group_documents(nodes, group, members, 2)]
+    [[[2, 2]], [[0, 0], [3, 0], [5, 5], [9, 0]]]
     """
-    codes = collapsed.rows
-    at = np.minimum(np.searchsorted(nodes, codes), max(nodes.size - 1, 0))
-    in_nodes = nodes[at] == codes if nodes.size else np.zeros(codes.size, dtype=bool)
-    alone = codes[in_nodes & ~np.isin(codes, collapsed.members[:, 1])]
-    documents = np.concatenate([collapsed.members, np.stack([alone, alone], axis=1)])
+    alone = nodes[~np.isin(nodes, members[:, 1])]
+    documents = np.concatenate([members, np.stack([alone, alone], axis=1)])
     of = group[np.searchsorted(nodes, documents[:, 1])]
-    order = np.argsort(of, kind="stable")
+    order = np.lexsort((documents[:, 0], of))
     bounds = np.searchsorted(of[order], np.arange(n_groups + 1))
     return [documents[order[lo:hi]] for lo, hi in itertools.pairwise(bounds)]
 

@@ -9,12 +9,13 @@ Stages (task keys ``gpusimhash-<stage>-<run>-...``):
 3. ``table``: for each of the ``r + 1`` pigeonhole tables, (row, code) of every distinct code,
    24 bytes at 128 bits, shuffled by the table's key; each task joins its buckets and keeps
    the pairs of distinct codes no earlier table found (`gpusimhash.distributed._tables`).
-4. ``cluster``: the driver gathers those pairs (16 bytes each) and the codes of two or more
-   documents, labels the connected components of the candidate graph and deals them to
-   groups; the documents of each group, with their features, lengths and scores, go to one
-   task, which runs the single-machine clustering on them: candidates verified lazily inside
-   the star loop (`gpusimhash.distributed._groups`). Only (row, kept row, similarity) of the
-   removed documents come back.
+4. ``cluster``: the driver gathers those pairs (16 bytes each) and (row, code) of the
+   documents of codes of two or more documents (16 bytes each), labels the connected
+   components of the candidate graph, deals them to groups and names each group's documents;
+   each partition takes the features, lengths and scores of its share of a group, and one
+   task per group runs the single-machine clustering on them: candidates verified lazily
+   inside the star loop (`gpusimhash.distributed._groups`). Only (row, kept row, similarity)
+   of the removed documents come back.
 5. ``write``: each partition writes its kept records to its own output part; the driver writes
    the duplicates report from the ids and codes of the clustered documents only.
 """
@@ -328,20 +329,15 @@ class _Run:
         """Cluster each group of components of the candidate graph on a worker."""
         client, options = self.client, self.options
         pairs = np.concatenate([np.zeros((0, 2), np.int64), *client.gather(self.candidates)])
-        shared = np.concatenate(
-            [
-                np.zeros(0, np.int64),
-                *client.gather([client.submit(_shared_codes, c) for c in self.collapsed]),
-            ]
-        )
-        extra = np.zeros((0, 2), np.int64)
+        # (row, code) of every document of a code of several documents
+        members = [np.zeros((0, 2), np.int64)]
+        members += client.gather([client.submit(_members, c) for c in self.collapsed])
         if options.empty_as_duplicates and self.featureless.size > 1:
             # every featureless document shares one code of its own: a component alone
-            extra = np.stack(
-                [self.featureless, np.full_like(self.featureless, self.featureless.min())], axis=1
-            )
-            shared = np.append(shared, self.featureless.min())
-        nodes, labels = groups.components(pairs, shared)
+            code = np.full_like(self.featureless, self.featureless.min())
+            members.append(np.stack([self.featureless, code], axis=1))
+        shared_members = np.concatenate(members)
+        nodes, labels = groups.components(pairs, np.unique(shared_members[:, 1]))
         n_components = int(labels.max()) + 1 if labels.size else 0
         n_groups = max(1, min(_GROUPS_PER_WORKER * self.n_workers, n_components))
         pair_at = np.searchsorted(nodes, pairs[:, 0])
@@ -353,39 +349,32 @@ class _Run:
         if not n_components:
             empty = np.zeros(0, np.int64)
             return empty, empty, np.zeros(0), []
-        [mapping] = client.scatter([(nodes, group)], hash=False)
-        split = [
-            client.submit(_group_documents, c, mapping, n_groups, key=self.key("group-split", b))
-            for b, c in enumerate(self.collapsed)
-        ]
         pair_group = group[pair_at]
         order = np.argsort(pair_group, kind="stable")
         bounds = np.searchsorted(pair_group[order], np.arange(n_groups + 1))
-        extra_group = int(group[np.searchsorted(nodes, extra[0, 1])]) if extra.size else -1
         results = []
-        for g in range(n_groups):
-            documents = client.submit(
-                _sorted_documents,
-                *[client.submit(_piece, s, g) for s in split],
-                extra if g == extra_group else extra[:0],
-                key=self.key("group-documents", g),
-            )
+        for g, documents in enumerate(
+            groups.group_documents(nodes, group, shared_members, n_groups)
+        ):
+            # each partition's share of the group, taken where the partition is
+            cuts = np.searchsorted(documents[:, 0], self.offsets)
             taken = [
                 client.submit(
-                    _take_documents,
+                    partitions.take_documents,
                     part,
-                    documents,
+                    documents[cuts[d] : cuts[d + 1], 0],
                     int(self.offsets[d]),
                     key=self.key("group-take", g, d),
                 )
                 for d, part in enumerate(self.parts)
+                if cuts[d + 1] > cuts[d]
             ]
-            [group_pairs] = client.scatter([pairs[order[bounds[g] : bounds[g + 1]]]], hash=False)
+            group_pairs = pairs[order[bounds[g] : bounds[g + 1]]]
+            [on_worker] = client.scatter([(documents, group_pairs)], hash=False)
             results.append(
                 client.submit(
-                    groups.cluster_group,
-                    documents,
-                    group_pairs,
+                    _cluster_group,
+                    on_worker,
                     self.limit,
                     options.cluster,
                     options.keep,
@@ -539,30 +528,24 @@ def _distinct(collapsed: tables.Collapsed) -> int:
     return int(collapsed.rows.size)
 
 
-def _shared_codes(collapsed: tables.Collapsed) -> np.ndarray:
-    """Return a collapse task's codes of two or more documents (a task)."""
-    return collapsed.shared_codes()
+def _members(collapsed: tables.Collapsed) -> np.ndarray:
+    """Return a collapse task's documents of codes of two or more documents (a task)."""
+    return collapsed.members
 
 
-def _group_documents(
-    collapsed: tables.Collapsed, mapping: tuple[np.ndarray, np.ndarray], n_groups: int
-) -> list[np.ndarray]:
-    """Split a collapse task's documents by group (a task)."""
-    nodes, group = mapping
-    return groups.group_documents(collapsed, nodes, group, n_groups)
-
-
-def _take_documents(
-    part: partitions.Part, documents: np.ndarray, offset: int
-) -> tuple[Any, np.ndarray, np.ndarray | None]:
-    """Take what a group needs of a partition's documents (a task)."""
-    return partitions.take_documents(part, documents[:, 0], offset)
-
-
-def _sorted_documents(*pieces: np.ndarray) -> np.ndarray:
-    """Stack a group's pieces of ``(row, code)``, ascending rows (a task)."""
-    documents = np.concatenate([np.zeros((0, 2), np.int64), *pieces])
-    return documents[np.argsort(documents[:, 0])]
+def _cluster_group(
+    group: tuple[np.ndarray, np.ndarray],
+    limit: Any,
+    method: str,
+    policy: str,
+    empty_as_duplicates: bool,
+    *taken: tuple[Any, np.ndarray, np.ndarray | None],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Cluster one group, given its documents and pairs scattered together (a task)."""
+    documents, pairs = group
+    return groups.cluster_group(
+        documents, pairs, limit, method, policy, empty_as_duplicates, *taken
+    )
 
 
 @dataclass

@@ -101,10 +101,6 @@ class Collapsed:
     words: np.ndarray
     members: np.ndarray
 
-    def shared_codes(self) -> np.ndarray:
-        """Return the codes (lowest rows) of two or more documents, ascending."""
-        return np.unique(self.members[:, 1])
-
 
 def collapse(pieces: list[tuple[np.ndarray, np.ndarray]], n_words: int) -> Collapsed:
     """Collapse identical codes.
