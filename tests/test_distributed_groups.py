@@ -102,6 +102,9 @@ def test_deal_fills_groups_around_a_heavy_component():
     group = groups.deal(labels, 2)
     assert np.bincount(group).tolist() == [75, 75]
     assert set(group[:50].tolist()) == {0}
+    # a component over its share: the rest shared evenly by the others
+    labels = np.concatenate([np.zeros(100, np.int64), np.arange(1, 61)])
+    assert np.bincount(groups.deal(labels, 3)).tolist() == [100, 30, 30]
 
 
 @settings(max_examples=60, deadline=None)

@@ -62,7 +62,8 @@ def deal(labels: np.ndarray, n_groups: int, pair_labels: np.ndarray | None = Non
 
     A component's work is taken as its nodes plus its pairs (a dense component costs more
     than its size says). The heaviest components go one by one to the lightest group so far;
-    the rest, heaviest first, fill each group up to an equal share of the total.
+    the rest, heaviest first, raise the lighter groups to one level (a group over it, such as
+    one holding a giant component, takes no more).
 
     Parameters
     ----------
@@ -98,12 +99,28 @@ def deal(labels: np.ndarray, n_groups: int, pair_labels: np.ndarray | None = Non
         of[component] = lightest
         load[lightest] += work[component]
     rest = order[heavy.size :]
+    # the rest raise the lightest groups to one level (a group heavier already takes none);
     # group g takes the next components while their running sum stays in its share
-    share = np.maximum(-(-int(work.sum()) // n_groups) - load, 0)
+    share = np.maximum(_level(load, int(work[rest].sum())) - load, 0)
     middle = np.cumsum(work[rest]) - work[rest] / 2
     of[rest] = np.minimum(np.searchsorted(np.cumsum(share), middle), n_groups - 1)
     group: np.ndarray = of[labels]
     return group
+
+
+def _level(load: np.ndarray, extra: int) -> float:
+    """The level to which ``extra`` raises the lightest of groups loaded ``load`` (water filling).
+
+    Examples
+    --------
+    >>> _level(np.array([10, 1, 3]), 6)
+    5.0
+    """
+    ordered = np.sort(load).astype(np.float64)
+    levels = (extra + np.cumsum(ordered)) / np.arange(1, ordered.size + 1)
+    # the k lightest groups are raised while the level reaches the k-th of them
+    k = int(np.flatnonzero(levels >= ordered)[-1])
+    return float(levels[k])
 
 
 def group_documents(
