@@ -109,7 +109,7 @@ def deal(labels: np.ndarray, n_groups: int, pair_labels: np.ndarray | None = Non
 
 
 def _level(load: np.ndarray, extra: int) -> float:
-    """The level to which ``extra`` raises the lightest of groups loaded ``load`` (water filling).
+    """Return the level to which ``extra`` raises the lightest groups of ``load`` (water filling).
 
     Examples
     --------
