@@ -7,7 +7,8 @@ features that verification compares, and the lengths and scores the keep policy 
 small pieces of a `Part` ever leave its worker: the (row, code) of its featured documents for
 the collapse, the features, lengths and scores of the documents with candidates for the
 clustering, the codes and ids of clustered documents. `write_part` reads the file a second
-time and writes its kept records to one output part.
+time and writes its kept records to one output part: it needs only the file's `PartFile`
+(path, state, documents), so any worker can write any partition.
 """
 
 from __future__ import annotations
@@ -34,9 +35,11 @@ from gpusimhash.search.verify import DocumentFeatures, fingerprint_batch
 
 __all__ = [
     "Part",
+    "PartFile",
     "ReadOptions",
     "collapse_pieces",
     "fingerprint_part",
+    "part_file",
     "take_codes",
     "take_documents",
     "write_part",
@@ -77,6 +80,25 @@ class ReadOptions:
             batch_size=self.batch_size,
             records=records,
         )
+
+
+@dataclass(frozen=True)
+class PartFile:
+    """A fingerprinted partition's file: what writing it needs.
+
+    Attributes
+    ----------
+    path : Path
+        The file.
+    state : FileState
+        Its size and time when it was read (checked again when it is written).
+    n_docs : int
+        Documents read from it.
+    """
+
+    path: Path
+    state: FileState
+    n_docs: int
 
 
 @dataclass(frozen=True)
@@ -172,9 +194,9 @@ def fingerprint_part(path: Path, settings: FingerprintSettings, read: ReadOption
     )
 
 
-def part_size(part: Part) -> int:
-    """Return the number of documents of a partition (what the driver gathers first)."""
-    return part.n_docs
+def part_file(part: Part) -> PartFile:
+    """Return a partition's file, state and number of documents (what the driver gathers)."""
+    return PartFile(part.path, part.state, part.n_docs)
 
 
 def collapse_pieces(
@@ -263,7 +285,7 @@ def take_documents(
 
 
 def write_part(
-    part: Part,
+    part: PartFile,
     read: ReadOptions,
     offset: int,
     removed: np.ndarray,
@@ -275,8 +297,8 @@ def write_part(
 
     Parameters
     ----------
-    part : Part
-        The partition (its file is read again, and must not have changed).
+    part : PartFile
+        The partition's file (read again: it must not have changed).
     read : ReadOptions
         How to read it.
     offset : int

@@ -232,12 +232,13 @@ class _Run:
             )
             for p, path in enumerate(self.paths)
         ]
-        sizes = self.client.gather(
+        self.files = self.client.gather(
             [
-                self.client.submit(partitions.part_size, part, key=self.key("size", p))
+                self.client.submit(partitions.part_file, part, key=self.key("file", p))
                 for p, part in enumerate(self.parts)
             ]
         )
+        sizes = [file.n_docs for file in self.files]
         self.offsets = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]).astype(np.int64)
         timings["fingerprint"] = time.perf_counter() - clock
         clock = time.perf_counter()
@@ -426,7 +427,7 @@ class _Run:
         written = [
             self.client.submit(
                 partitions.write_part,
-                part,
+                file,
                 self.read,
                 int(self.offsets[d]),
                 removed_by.get(d, empty),
@@ -435,7 +436,7 @@ class _Run:
                 fmt,
                 key=self.key("write", d),
             )
-            for d, part in enumerate(self.parts)
+            for d, file in enumerate(self.files)
         ]
         code_of = np.concatenate(
             [np.zeros((0, self.settings.bits // 8), np.uint8), *self.client.gather(codes)]
