@@ -288,6 +288,8 @@ class _Run:
             )
             for b in range(n_tasks)
         ]
+        # what the clustering gathers besides the pairs, ready by the time they are
+        self.members = [client.submit(_members, c) for c in self.collapsed]
         blocks = tables.pigeonhole_blocks(bits, self.limit.radius)
         pieces = [
             client.submit(tables.table_pieces, c, blocks, n_tasks, key=self.key("table-split", b))
@@ -332,7 +334,7 @@ class _Run:
         pairs = np.concatenate([np.zeros((0, 2), np.int64), *client.gather(self.candidates)])
         # (row, code) of every document of a code of several documents
         members = [np.zeros((0, 2), np.int64)]
-        members += client.gather([client.submit(_members, c) for c in self.collapsed])
+        members += client.gather(self.members)
         if options.empty_as_duplicates and self.featureless.size > 1:
             # every featureless document shares one code of its own: a component alone
             code = np.full_like(self.featureless, self.featureless.min())
