@@ -6,12 +6,14 @@ into ``--parts`` JSONL partitions (and one file for the single-machine run), the
 count (`gpusimhash.distributed.local_cluster`: one task at a time per worker, and its compiled
 loops and FAISS on one thread, so N workers use N cores), then on one worker whose loops use
 every core (what ``gpusimhash dedup --workers 1`` starts), each after a warm-up run that
-imports and compiles on every worker. Records
-the wall time and stage times, each worker's peak resident memory (sampled every 0.2 s), the
-bytes each shuffle produced (per document and table), the bytes the workers actually fetched
-from each other, and whether the kept documents and the duplicates report are byte-identical
-to the single-machine `dedup_file` on the one file. From the measured per-document costs it
-prints what 100M and 1B documents would need.
+imports and compiles on every worker. Records the wall time and stage times, each worker's
+peak resident memory (sampled every 0.2 s), the bytes each shuffle produced (per document and
+table), the bytes the workers actually fetched from each other, and whether the kept
+documents and the duplicates report are byte-identical to the single-machine `dedup_file` on
+the one file. Before each run it measures how many cores the machine gives (`free_cores`: a
+pure-Python loop in 2 processes at once vs in 1), since other jobs on a shared machine decide
+what 2 workers can gain. From the measured per-document costs it prints what 100M and 1B
+documents would need.
 
     flock /work/scratch/bench.lock python bench/bench_distributed.py [--docs 2000000]
 
@@ -64,6 +66,34 @@ def write_corpus(folder: Path, n_docs: int, n_parts: int) -> Path:
         handle.close()
     done.write_text("")
     return folder
+
+
+def _spin(_: int) -> float:
+    """A fixed amount of pure-Python work; return its wall seconds."""
+    start = time.perf_counter()
+    total = 0
+    for i in range(4_000_000):
+        total += i % 7
+    return time.perf_counter() - start
+
+
+def free_cores() -> float:
+    """How many cores this machine gives now: the same work in 2 processes at once, vs in 1.
+
+    2.0 when both cores are free; about 1 when another job keeps a core busy (then no
+    2-worker run can be twice as fast as 1 worker, whatever the code).
+    """
+    import multiprocessing
+
+    with multiprocessing.get_context("spawn").Pool(2) as pool:
+        pool.map(_spin, [0, 1])  # start both
+        start = time.perf_counter()
+        pool.map(_spin, [0], chunksize=1)
+        one = time.perf_counter() - start
+        start = time.perf_counter()
+        pool.map(_spin, [0, 1], chunksize=1)
+        two = time.perf_counter() - start
+    return round(2 * one / two, 2)
 
 
 def _rss() -> int:
@@ -197,10 +227,13 @@ def main() -> None:
         part.replace(folder / "warmup" / "warmup" / part.name)
     out = args.data / f"out-{args.docs}"
     runs = [(n, 1) for n in args.workers]
-    cores = os.cpu_count() or 1
-    if not args.no_all_cores and cores > 1:
-        runs.append((1, cores))
-    rows = [run_cluster(n, threads, folder, out) for n, threads in runs]
+    n_cores = os.cpu_count() or 1
+    if not args.no_all_cores and n_cores > 1:
+        runs.append((1, n_cores))
+    rows = []
+    for n, threads in runs:
+        cores = free_cores()
+        rows.append(run_cluster(n, threads, folder, out) | {"free_cores_before": cores})
     single = None
     if not args.no_single:
         start = time.perf_counter()
@@ -221,6 +254,7 @@ def main() -> None:
             "workers": r["workers"],
             "threads": r["threads_per_worker"],
             "load": round(r["load_average_before"][0], 2),
+            "free cores": r["free_cores_before"],
             "seconds": r["seconds"],
             "speedup": round(base / r["seconds"], 2),
             "vs 1 worker, every core": (
