@@ -39,8 +39,11 @@ from gpusimhash.search.verify import DocumentFeatures, feature_units
 __all__ = ["UnitGraph", "graph_components", "graph_stars", "unit_graph"]
 
 _MEASURES = {None: NOT_VERIFIED, "cosine": COSINE, "jaccard": JACCARD}
-# units verified against their candidates at once, in parallel, by the star loop
-_TENTATIVE_CENTRES = 128
+# the star loop verifies up to this many units against their candidates at once, in parallel,
+_TENTATIVE_CENTRES = 4096
+# until their unassigned candidates reach this many: each parallel round is milliseconds of work,
+# so waiting for its slowest thread costs little even when other programs share the cores
+_TENTATIVE_CANDIDATES = 32768
 # calls the loops are cut into, each reported to a dedup stage's progress bar
 _PROGRESS_STEPS = 64
 
@@ -231,6 +234,7 @@ def graph_stars(
             *arguments,
             float(value),
             _TENTATIVE_CENTRES,
+            _TENTATIVE_CANDIDATES,
         )
     return star_documents(units.unit, best, unit_kept, unit_similarity), verified
 

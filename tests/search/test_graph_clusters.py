@@ -58,14 +58,14 @@ def setup(docs, bits, radius, verify=True, empty=False):
 
 
 @contextlib.contextmanager
-def tentative_centres(batch):
-    """Run the star loop with batches of ``batch`` tentative centres."""
-    saved = graph_clusters._TENTATIVE_CENTRES
-    graph_clusters._TENTATIVE_CENTRES = batch
+def tentative_centres(batch, candidates=10**9):
+    """Run the star loop with batches of ``batch`` tentative centres, ``candidates`` at most."""
+    saved = graph_clusters._TENTATIVE_CENTRES, graph_clusters._TENTATIVE_CANDIDATES
+    graph_clusters._TENTATIVE_CENTRES, graph_clusters._TENTATIVE_CANDIDATES = batch, candidates
     try:
         yield
     finally:
-        graph_clusters._TENTATIVE_CENTRES = saved
+        graph_clusters._TENTATIVE_CENTRES, graph_clusters._TENTATIVE_CANDIDATES = saved
 
 
 def assert_same_stars(got, want):
@@ -84,9 +84,10 @@ def assert_same_stars(got, want):
     st.sampled_from(["first", "longest"]),
     st.booleans(),
     st.sampled_from([1, 2, 5, 128]),
+    st.sampled_from([1, 7, 10**9]),
 )
 def test_lazy_stars_equal_stars_of_every_verified_pair(
-    docs, bits, radius, measure, value, policy, empty, batch
+    docs, bits, radius, measure, value, policy, empty, batch, candidates
 ):
     groups, graph, local, rows, units = setup(docs, bits, radius, empty=empty)
     lengths = [len(d) % 4 for d in docs]  # many ties: the policy's tie-break matters
@@ -100,7 +101,7 @@ def test_lazy_stars_equal_stars_of_every_verified_pair(
         policy=policy,
         lengths=lengths,
     )
-    with tentative_centres(batch):
+    with tentative_centres(batch, candidates):
         got, verified = graph_stars(
             graph, units, local, measure=measure, value=value, policy=policy, lengths=lengths
         )
