@@ -12,8 +12,9 @@ table), the bytes the workers actually fetched from each other, and whether the 
 documents and the duplicates report are byte-identical to the single-machine `dedup_file` on
 the one file. Before each run it measures how many cores the machine gives (`free_cores`: a
 pure-Python loop in 2 processes at once vs in 1), since other jobs on a shared machine decide
-what 2 workers can gain. From the measured per-document costs it prints what 100M and 1B
-documents would need.
+what 2 workers can gain, and during each run the cores other jobs used (`OtherJobs`: the
+machine's busy time from /proc/stat less this process's and its workers'). From the measured
+per-document costs it prints what 100M and 1B documents would need.
 
     flock /work/scratch/bench.lock python bench/bench_distributed.py [--docs 2000000]
 
@@ -96,6 +97,43 @@ def free_cores() -> float:
     return round(2 * one / two, 2)
 
 
+class OtherJobs:
+    """The cores other jobs used while a block ran: the machine's busy time less ours.
+
+    Ours is this process's and its children's (the nannies and workers) CPU time; the machine's
+    is from ``/proc/stat`` (Linux; None elsewhere).
+    """
+
+    def __enter__(self):
+        self._start = self._sample()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        end = self._sample()
+        self.cores = None
+        if self._start is not None and end is not None:
+            (busy0, ours0, wall0), (busy1, ours1, wall1) = self._start, end
+            self.cores = round(max(0.0, (busy1 - busy0) - (ours1 - ours0)) / (wall1 - wall0), 2)
+
+    @staticmethod
+    def _sample() -> tuple[float, float, float] | None:
+        import psutil
+
+        try:
+            fields = Path("/proc/stat").read_text().split("\n")[0].split()[1:9]
+        except OSError:
+            return None
+        user, nice, system, _idle, _iowait, irq, softirq, steal = map(int, fields)
+        busy = (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+        me = psutil.Process()
+        ours = 0.0
+        for process in [me, *me.children(recursive=True)]:
+            with contextlib.suppress(psutil.Error):
+                times = process.cpu_times()
+                ours += times.user + times.system
+        return busy, ours, time.perf_counter()
+
+
 def _rss() -> int:
     import psutil
 
@@ -145,7 +183,7 @@ def run_cluster(n_workers: int, threads: int, folder: Path, out: Path) -> dict:
         idle = client.run(_rss)
         load = os.getloadavg()
         fetched_before = sum(client.run(_fetched).values())
-        with PeakMemory(client) as memory:
+        with PeakMemory(client) as memory, OtherJobs() as others:
             start = time.perf_counter()
             result = dedup(
                 folder / "parts", out / _name(n_workers, threads), client=client, **SETTINGS
@@ -157,6 +195,7 @@ def run_cluster(n_workers: int, threads: int, folder: Path, out: Path) -> dict:
         "workers": n_workers,
         "threads_per_worker": threads,
         "load_average_before": load,
+        "other_jobs_cores": others.cores,
         "seconds": round(seconds, 2),
         "timings_s": summary["timings_s"],
         "peak_rss_per_worker_bytes": sorted(memory.peak.values()),
@@ -236,10 +275,13 @@ def main() -> None:
         rows.append(run_cluster(n, threads, folder, out) | {"free_cores_before": cores})
     single = None
     if not args.no_single:
-        start = time.perf_counter()
-        result = dedup_file(folder / "all.jsonl", out / "single", **SETTINGS)
+        with OtherJobs() as others:
+            start = time.perf_counter()
+            result = dedup_file(folder / "all.jsonl", out / "single", **SETTINGS)
+            seconds = time.perf_counter() - start
         single = {
-            "seconds": round(time.perf_counter() - start, 2),
+            "seconds": round(seconds, 2),
+            "other_jobs_cores": others.cores,
             "timings_s": result.summary["timings_s"],
             "results": result.summary["results"],
         }
@@ -255,6 +297,7 @@ def main() -> None:
             "threads": r["threads_per_worker"],
             "load": round(r["load_average_before"][0], 2),
             "free cores": r["free_cores_before"],
+            "others' cores": r["other_jobs_cores"],
             "seconds": r["seconds"],
             "speedup": round(base / r["seconds"], 2),
             "vs 1 worker, every core": (
@@ -276,7 +319,10 @@ def main() -> None:
     print_table(table, list(table[0]))
     if single is not None:
         stages = " ".join(f"{k} {v:.1f}" for k, v in single["timings_s"].items())
-        print(f"one machine (dedup_file, same settings): {single['seconds']} s ({stages})")
+        print(
+            f"one machine (dedup_file, same settings): {single['seconds']} s ({stages}); "
+            f"other jobs used {single['other_jobs_cores']} cores meanwhile"
+        )
     paper = estimate(rows, args.docs)
     print_table(paper, list(paper[0]))
     name = "distributed_cpu.json" if args.docs == 2_000_000 else f"distributed_cpu_{args.docs}.json"
