@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from gpusimhash import __version__, _interrupts
+from gpusimhash._memory import return_freed_memory
 from gpusimhash.cli import options
 from gpusimhash.cli.compare import add_compare_command
 from gpusimhash.cli.dedup import add_dedup_command
@@ -150,6 +151,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         options.configure_logging(getattr(args, "verbose", 0))
         options.use_threads(getattr(args, "threads", None))
+        return_freed_memory()  # the command's peak memory is what it holds, not what it freed
         code = int(args.handler(args))
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's last flush
         return code

@@ -391,10 +391,26 @@ def join_parts(
         block = _build(words, lo, width, threshold)
         earlier = np.array(chosen.blocks[:i], dtype=np.int64).reshape(i, 3)
         ranges = block.ranges(workers * _CHUNKS_PER_THREAD).tolist()
-        tasks = [partial(_narrowed, dtype, block, radius, earlier, a, b) for a, b in ranges]
-        parts = _run(tasks, workers)
+        tasks: list[Callable[[], np.ndarray]] = [
+            partial(_narrowed, dtype, block, radius, earlier, a, b) for a, b in ranges
+        ]
+        del block  # the tasks hold it until they are done, then it goes before the next one
+        yield from _streamed(tasks, workers)
         _progress.advance()
-        yield from parts
+
+
+def _streamed(tasks: list[Callable[[], _T]], workers: int) -> Iterator[_T]:
+    """Yield the results of `_run`'s tasks in order as they are done, dropping each once yielded.
+
+    Neither the tasks (and what they hold) nor their results outlive their turn: memory holds
+    the results not consumed yet, not all of them.
+    """
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        futures = [pool.submit(task) for task in tasks]
+        tasks.clear()
+        futures.reverse()
+        while futures:
+            yield futures.pop().result()
 
 
 def _narrowed(
