@@ -78,8 +78,8 @@ def _shared(
     while i < i_end and j < j_end:  # both cursors step without a branch on the order
         state_a, state_b = states[i], states[j]
         if state_a == state_b:
-            # float64 products whether the weights are float64 or (exactly) narrowed float32
-            # (np.float64, not float(): Numba's float() keeps a float32 a float32)
+            # float64 products whether the weights are float64 or exactly narrowed (int8,
+            # int16, float32; np.float64, not float(): Numba's float() keeps a float32 one)
             wa, wb = np.float64(weights[i]), np.float64(weights[j])
             dot += math.ldexp(wa, shift_a) * math.ldexp(wb, shift_b)
             shared += 1
@@ -261,9 +261,8 @@ def lazy_star(
     ``np.diff(code_offsets)``) are updated in place. Returns the number of pairs compared for
     the centres.
     """
-    n_units = unit_code.size
     verified = 0
-    rank = np.full(n_units, -1, dtype=np.int64)  # position among the tentative centres
+    rank = np.full_like(kept, -1)  # position among the tentative centres
     tentative = np.empty(batch, dtype=np.int64)
     slots = np.empty(batch + 1, dtype=np.int64)
     found_count = np.empty(batch, dtype=np.int64)

@@ -3,8 +3,8 @@
 The stages, each timed by `StageTimer` and recorded in the summary's ``timings_s``:
 
 1. ``fingerprint``: read the file in batches (after a ``fit_tfidf`` pass for tf-idf weighting)
-   and fingerprint each batch; only the codes (``bits / 8`` bytes per document), the feature
-   counts and, where asked for, text lengths, scores and ground-truth labels stay in memory.
+   and fingerprint each batch; only the codes (``bits / 8`` bytes per document), whether each
+   document has features and, where asked for, text lengths, scores and ground-truth labels stay in memory.
    Each batch's merged features go to temporary files (`verification.feature_spill`: 12 bytes
    per distinct feature and 24 per document).
 2. ``join``: the pairs of distinct codes a radius would produce are estimated from sampled
@@ -51,6 +51,7 @@ from gpusimhash.codes import hamming
 from gpusimhash.dedup import report
 from gpusimhash.dedup.against import Against
 from gpusimhash.dedup.pairs import write_pairs
+from gpusimhash.dedup.row_ids import RowIds
 from gpusimhash.dedup.verification import (
     CLUSTERINGS,
     Clustering,
@@ -313,7 +314,7 @@ class _Fingerprints:
     lengths: np.ndarray
     scores: np.ndarray | None
     truth: np.ndarray | None
-    feature_counts: np.ndarray  # distinct features of each document
+    has_features: np.ndarray  # bool: whether each document has a feature
 
 
 @dataclass
@@ -554,7 +555,7 @@ def run(
             first = _fingerprint_pass(source, settings, device, bar, spill, limit)
         n = first.codes.shape[0]
         with timer.stage("join", unit="part"):
-            has_features = first.feature_counts > 0
+            has_features = first.has_features
             estimate = check_budget(
                 first.codes[has_features],
                 limit.radius,
@@ -690,7 +691,7 @@ def _fingerprint_pass(
     files' bytes (compressed bytes for ``.gz``), its total their sizes: it has an ETA.
     """
     options = source.options
-    codes, lengths, scores, truth, counts = [], [], [], [], []
+    codes, lengths, scores, truth, featured = [], [], [], [], []
     table: dict[Any, int] = {}
     need_records = options.truth_field is not None or options.score_field is not None
     bar.unit, bar.unit_scale = "B", True
@@ -702,7 +703,7 @@ def _fingerprint_pass(
             entries = settings.featurizer.transform(batch.texts, first_index=first_row)
             features = DocumentFeatures.from_batch(entries)
             spill.append(features)
-            counts.append(features.sizes)
+            featured.append(features.sizes > 0)
             if limit.measure == "jaccard":
                 entries = FeatureBatch(features.states, features.offsets, None)
             if limit.measure == "jaccard" or device == "cpu":
@@ -724,10 +725,10 @@ def _fingerprint_pass(
         bar.update(read.bytes - done)  # the last file's end, after its last batch
     return _Fingerprints(
         codes=np.concatenate(codes) if codes else np.zeros((0, settings.bits // 8), np.uint8),
-        lengths=np.concatenate(lengths) if lengths else np.zeros(0, np.int64),
+        lengths=_stack(lengths, np.int64),
         scores=_stack(scores, np.float64) if options.score_field else None,
         truth=_stack(truth, np.int64) if options.truth_field else None,
-        feature_counts=_stack(counts, np.int64),
+        has_features=_stack(featured, np.bool_),
     )
 
 
@@ -789,7 +790,7 @@ def _write_kept(
     wanted_rows: set[int],
     files: dict[str, str],
     bar: Any,
-) -> tuple[dict[int, Any], dict[int, str]]:
+) -> tuple[RowIds, dict[int, str]]:
     """Write the kept records (or every record, annotated); collect ids and wanted texts.
 
     Returns the ids of the clustered rows and the texts of ``wanted_rows``.
@@ -799,7 +800,7 @@ def _write_kept(
     annotation = _Annotation.of(source, clusters) if options.annotate else None
     name = "kept" if annotation is None else "annotated"
     kept_path = out_dir / f"{name}.{options.output_format}"
-    ids: dict[int, Any] = {}
+    ids = RowIds()
     texts: dict[int, str] = {}
     rows_read = 0
     with RecordWriter(kept_path, options.output_format) as writer:
@@ -808,8 +809,8 @@ def _write_kept(
             rows_read += len(batch)
             if rows_read > len(kept):
                 break
-            for k in np.flatnonzero(clusters.in_cluster[rows]):
-                ids[int(rows[k])] = batch.ids[k]
+            clustered = np.flatnonzero(clusters.in_cluster[rows])
+            ids.append(rows[clustered], [batch.ids[k] for k in clustered.tolist()])
             if annotation is None:
                 writer.write([batch.record(int(k)) for k in np.flatnonzero(kept[rows])])
             else:
@@ -862,7 +863,7 @@ class _Annotation:
             source.name,
         )
 
-    def records(self, batch: Batch, ids: dict[int, Any]) -> list[dict[str, Any]]:
+    def records(self, batch: Batch, ids: RowIds) -> list[dict[str, Any]]:
         """Return the batch's records with the three fields added (``ids``: of clustered rows)."""
         out = []
         for k, row in enumerate(batch.rows.tolist()):
@@ -903,7 +904,7 @@ def _write_duplicates(
     out_dir: Path,
     output_format: str,
     clusters: _Clusters,
-    ids: dict[int, Any],
+    ids: RowIds,
     first: _Fingerprints,
     files: dict[str, str],
 ) -> np.ndarray:
@@ -916,6 +917,7 @@ def _write_duplicates(
     big = np.flatnonzero(sizes > 1)
     starts = np.searchsorted(labels[rows], big)
     ends = np.append(starts[1:], rows.size)[: starts.size]
+    member_ids = ids.take(rows)  # of every member, cluster by cluster
     with RecordWriter(path, output_format) as writer:
         records = []
         for number, (label, lo, hi) in enumerate(zip(big, starts, ends, strict=True)):
@@ -928,7 +930,7 @@ def _write_duplicates(
                     "size": int(members.size),
                     "kept_id": ids[int(kept)],
                     "kept_row": int(kept),
-                    "ids": [ids[int(r)] for r in members],
+                    "ids": _listed(member_ids[lo:hi]),
                     "rows": members.tolist(),
                     "distances": distances.astype(int).tolist(),
                     "similarities": clusters.similarity[members].tolist(),
@@ -943,6 +945,11 @@ def _write_duplicates(
         "similarity of every member to the kept one"
     )
     return cluster
+
+
+def _listed(values: np.ndarray | list[Any]) -> list[Any]:
+    """Return a slice of `RowIds.take`'s result as a list of Python values."""
+    return values.tolist() if isinstance(values, np.ndarray) else values
 
 
 # ---------------------------------------------------------------- summary

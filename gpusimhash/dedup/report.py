@@ -17,6 +17,7 @@ rows named, then computes true cosines (`sampled_cosines`) and writes (`write_re
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -229,7 +230,7 @@ def sampled_cosines(
     texts: dict[int, str],
     codes: np.ndarray,
     featurizer: TextFeaturizer,
-    ids: dict[int, Any] | None = None,
+    ids: Mapping[int, Any] | None = None,
 ) -> dict[str, Any]:
     """Estimated and true cosines of the sampled pairs, and the examples' texts.
 
@@ -243,7 +244,7 @@ def sampled_cosines(
         Every document's code.
     featurizer : TextFeaturizer
         The featurizer of the codes.
-    ids : dict of int to id, optional
+    ids : mapping of int to id, optional
         The ids of the examples' rows (the report shows them next to the rows).
 
     Returns

@@ -41,7 +41,12 @@ from gpusimhash.search.budget import (
 )
 from gpusimhash.search.clusters import keep_one
 from gpusimhash.search.graph import CodeGraph
-from gpusimhash.search.graph_clusters import graph_components, graph_stars, unit_graph
+from gpusimhash.search.graph_clusters import (
+    graph_components,
+    graph_stars,
+    index_dtype,
+    unit_graph,
+)
 from gpusimhash.search.verify import (
     DEFAULT_CANDIDATE_RECALL,
     DEFAULT_MIN_COSINE,
@@ -53,6 +58,9 @@ from gpusimhash.search.verify import (
 
 # entries of a column file read at a time when gathering features
 _WINDOW = 1 << 20
+# the dtypes narrowed weights are read as, narrowest first: each holds every value of the ones
+# before it exactly (counts as small integers: 1 byte a feature instead of 8)
+_NARROWED = (np.int8, np.int16, np.float32, np.float64)
 # removed documents measured against their kept ones at a time
 _MEASURED = 1 << 13
 
@@ -219,9 +227,10 @@ class FeatureSpill:
         rows : array_like of int
             Ascending document indices.
         narrow : bool
-            Return float32 weights when every weight read is exact in float32 (checked window
-            by window; float64 from the first window that is not): 8 bytes per distinct feature
-            instead of 12. Only for callers that widen them back before computing with them.
+            Return the weights in the narrowest of int8, int16, float32 and float64 that holds
+            every weight read exactly (checked window by window, widening as needed): word
+            counts take 5 bytes per distinct feature instead of 12. Only for callers that widen
+            them back before computing with them.
 
         Returns
         -------
@@ -254,7 +263,7 @@ class FeatureSpill:
         return DocumentFeatures(
             self._read("states", np.uint32, starts, sizes),
             offsets,
-            self._read("weights", np.float32 if narrow else np.float64, starts, sizes),
+            self._read("weights", _NARROWED[0] if narrow else np.float64, starts, sizes),
             self._read("exponents", np.int64, rows, ones),
             self._read("squared_norms", np.float64, rows, ones),
         )
@@ -262,8 +271,9 @@ class FeatureSpill:
     def _read(self, name: str, dtype: Any, starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
         """Read the runs ``[starts[i], starts[i] + sizes[i])`` of a column file, concatenated.
 
-        ``dtype`` float32 reads the float64 weights narrowed while each window is exact in
-        float32, then float64 (the values narrowed so far widened back, exactly).
+        A narrower ``dtype`` than the file's (one of `_NARROWED`) holds the values while they
+        are exact in it; a window that is not widens the result to the narrowest dtype of
+        `_NARROWED` exact for it (the values so far converted exactly).
         """
         out = np.empty(int(sizes.sum()), dtype=dtype)
         dtype = dict(self._COLUMNS)[name]
@@ -280,7 +290,8 @@ class FeatureSpill:
                 window = np.fromfile(handle, dtype=dtype, count=int(ends[last - 1]) - lo)
                 picked = window[_segments.ranges(starts[first:last] - lo, sizes[first:last])]
                 if out.dtype != picked.dtype and not _exact_narrow(picked, out.dtype):
-                    wide = np.empty(out.size, dtype=picked.dtype)
+                    wider = _NARROWED[_NARROWED.index(out.dtype.type) + 1 :]
+                    wide = np.empty(out.size, dtype=_narrowest(picked, wider))
                     wide[:written] = out[:written]
                     out = wide
                 out[written : written + picked.size] = picked
@@ -291,8 +302,13 @@ class FeatureSpill:
 
 def _exact_narrow(values: np.ndarray, dtype: Any) -> bool:
     """Whether every value is exactly representable in ``dtype`` (NaN never is)."""
-    with np.errstate(over="ignore"):
+    with np.errstate(over="ignore", invalid="ignore"):
         return bool(np.array_equal(values.astype(dtype), values))
+
+
+def _narrowest(values: np.ndarray, dtypes: tuple[Any, ...]) -> Any:
+    """Return the first of ``dtypes`` that holds every value exactly (else the last one)."""
+    return next((d for d in dtypes[:-1] if _exact_narrow(values, d)), dtypes[-1])
 
 
 @contextlib.contextmanager
@@ -452,7 +468,7 @@ def join_with_features(
     """
     rows = np.flatnonzero(has_features)
     inner = join(codes[rows])
-    inverse = np.empty(has_features.size, dtype=np.int64)
+    inverse = np.empty(has_features.size, dtype=index_dtype(has_features.size))
     inverse[rows] = inner.inverse
     empty = np.flatnonzero(~has_features)
     if empty_as_duplicates:

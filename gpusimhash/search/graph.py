@@ -88,7 +88,7 @@ class CodeGraph:
 
     Attributes
     ----------
-    inverse : ndarray, shape (n,), dtype int64
+    inverse : ndarray, shape (n,), dtype int64 (or int32)
         Distinct code of every document (``0 .. n_unique - 1``).
     offsets : ndarray, shape (n_unique + 1,), dtype int64
         Row starts of the adjacency.

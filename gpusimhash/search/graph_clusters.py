@@ -36,7 +36,7 @@ from gpusimhash.search.clusters import StarClusters, policy_order, star_document
 from gpusimhash.search.graph import CodeGraph
 from gpusimhash.search.verify import DocumentFeatures, feature_units
 
-__all__ = ["UnitGraph", "graph_components", "graph_stars", "unit_graph"]
+__all__ = ["UnitGraph", "graph_components", "graph_stars", "index_dtype", "unit_graph"]
 
 _MEASURES = {None: NOT_VERIFIED, "cosine": COSINE, "jaccard": JACCARD}
 # the star loop verifies up to this many units against their candidates at once, in parallel,
@@ -48,24 +48,38 @@ _TENTATIVE_CANDIDATES = 32768
 _PROGRESS_STEPS = 64
 
 
+def index_dtype(n: int) -> type[np.signedinteger[Any]]:
+    """Return the integer type of indices below ``n``: int32 when they fit, else int64.
+
+    Examples
+    --------
+    >>> index_dtype(10**6).__name__, index_dtype(2**31 + 1).__name__
+    ('int32', 'int64')
+    """
+    return np.int32 if n <= np.iinfo(np.int32).max else np.int64
+
+
 @dataclass(frozen=True)
 class UnitGraph:
     """The units of a code graph: what the clustering loops walk.
 
+    Every array is of `index_dtype` of the number of documents: int32 (4 bytes per document
+    and per unit) below ``2**31`` documents.
+
     Attributes
     ----------
-    unit : ndarray, shape (n,), dtype int64
+    unit : ndarray, shape (n,)
         Unit of each document, numbered in order of each unit's lowest document.
-    unit_code : ndarray, shape (n_units,), dtype int64
+    unit_code : ndarray, shape (n_units,)
         Distinct code of each unit that has candidates, -1 for the others (featureless or
         alone).
-    local : ndarray, shape (n_units,), dtype int64
+    local : ndarray, shape (n_units,)
         Row of each unit's representative in the features (-1 where none is needed).
-    code_offsets : ndarray, shape (n_unique + 1,), dtype int64
+    code_offsets : ndarray, shape (n_unique + 1,)
         Row starts of `code_units`.
-    code_units : ndarray, dtype int64
+    code_units : ndarray
         The units of each distinct code that have candidates.
-    first_document : ndarray, shape (n_units,), dtype int64
+    first_document : ndarray, shape (n_units,)
         The lowest document of each unit.
     """
 
@@ -111,22 +125,29 @@ def unit_graph(
     UnitGraph
     """
     n_codes = graph.n_unique
+    index = index_dtype(graph.inverse.size)
     if not verify:
-        codes = np.arange(n_codes, dtype=np.int64)
-        first = np.empty(n_codes, dtype=np.int64)
+        codes = np.arange(n_codes, dtype=index)
+        first = np.empty(n_codes, dtype=index)
         first[graph.inverse[::-1]] = np.arange(graph.inverse.size - 1, -1, -1)
         return UnitGraph(
-            graph.inverse, codes, np.zeros(n_codes, np.int64), np.arange(n_codes + 1), codes, first
+            graph.inverse.astype(index),
+            codes,
+            np.zeros(n_codes, index),
+            np.arange(n_codes + 1, dtype=index),
+            codes,
+            first,
         )
     unit, representative = feature_units(graph.inverse, features, rows, empty_as_duplicates)
+    unit, representative = unit.astype(index), representative.astype(index)
     featured = np.unique(unit[rows[features.sizes > 0]])
-    unit_code = np.full(representative.size, -1, dtype=np.int64)
+    unit_code = np.full(representative.size, -1, dtype=index)
     unit_code[featured] = graph.inverse[representative[featured]]
-    local = np.full(representative.size, -1, dtype=np.int64)
+    local = np.full(representative.size, -1, dtype=index)
     local[featured] = np.searchsorted(rows, representative[featured])
     code_units = featured[np.argsort(unit_code[featured], kind="stable")]
-    code_offsets = np.zeros(n_codes + 1, dtype=np.int64)
-    np.cumsum(np.bincount(unit_code[featured], minlength=n_codes), out=code_offsets[1:])
+    code_offsets = np.zeros(n_codes + 1, dtype=index)
+    code_offsets[1:] = np.cumsum(np.bincount(unit_code[featured], minlength=n_codes))
     return UnitGraph(unit, unit_code, local, code_offsets, code_units, representative)
 
 
@@ -220,7 +241,9 @@ def graph_stars(
         rank[policy_order(n, policy=policy, lengths=lengths, scores=scores)] = np.arange(n)
         best, order = star_order(units.unit, units.n_units, rank)
     star: Any = lazy_star  # compiled: called with the shared arguments unpacked
-    unit_kept = np.full(units.n_units, -1, dtype=np.int64)
+    index = units.unit_code.dtype
+    order = order.astype(index)
+    unit_kept = np.full(units.n_units, -1, dtype=index)
     unit_similarity = np.ones(units.n_units)
     live = np.diff(units.code_offsets)
     verified = 0
@@ -279,7 +302,7 @@ def graph_components(
     """
     arguments = _loop_arguments(graph, units, features, measure)
     components: Any = lazy_components  # compiled: called with the shared arguments unpacked
-    parent = np.arange(units.n_units, dtype=np.int64)
+    parent = np.arange(units.n_units, dtype=units.unit_code.dtype)
     verified = 0
     for part in _progress_steps(units.code_offsets.size - 1):  # the forest carries over
         verified += components(parent, part.start, part.stop, *arguments, float(value))

@@ -118,10 +118,10 @@ class DocumentFeatures:
         Distinct states of each document, ascending.
     offsets : ndarray, shape (n_docs + 1,), dtype int64
         Row starts.
-    weights : ndarray, shape (nnz,), dtype float64 (or float32)
-        Summed weight of each state, never zero. float32 only when exact and narrowed on
-        purpose (`gpusimhash.dedup.verification.FeatureSpill.gather`): `similarities` needs
-        `widened` features.
+    weights : ndarray, shape (nnz,), dtype float64 (or narrower)
+        Summed weight of each state, never zero. int8, int16 or float32 only when exact and
+        narrowed on purpose (`gpusimhash.dedup.verification.FeatureSpill.gather`):
+        `similarities` needs `widened` features.
     exponents : ndarray, shape (n_docs,), dtype int64
         ``e`` with ``max |w| = m * 2**e``, ``0.5 <= m < 1`` (0 for a featureless document).
     squared_norms : ndarray, shape (n_docs,), dtype float64
