@@ -223,6 +223,36 @@ def _gathered_distances(
             distance[k] += _popcount(x ^ row[k])
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _bucket_candidates(
+    columns: np.ndarray,
+    present: np.ndarray,
+    bounds: np.ndarray,
+    starts: np.ndarray,
+    masks: np.ndarray,
+    mask_starts: np.ndarray,
+    i: int,
+    positions: np.ndarray,
+    gathered: np.ndarray,
+    distance: np.ndarray,
+) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover - compiled
+    """Gather the probed codes of bucket ``i`` and size ``distance`` for its longest pass.
+
+    Returns the number of codes gathered (`gather_probes`; none without masks) and the
+    buffers, each reallocated when too small: ``distance`` holds a distance per gathered code
+    and per code of the bucket.
+    """
+    n_gathered = 0
+    if masks.size:
+        n_gathered, positions, gathered = gather_probes(
+            columns, present, starts, masks, mask_starts, i, positions, gathered
+        )
+    longest = max(n_gathered, bounds[i + 1] - bounds[i])
+    if distance.size < longest:
+        distance = np.empty(2 * longest, dtype=np.uint64)
+    return n_gathered, positions, gathered, distance
+
+
 @njit(cache=True, nogil=True)
 def join_block(
     columns: np.ndarray,
@@ -259,13 +289,9 @@ def join_block(
     gathered = np.empty((columns.shape[0], 1024), dtype=np.uint64)
     for i in range(lo, hi):
         p_first, p_last = bounds[i], bounds[i + 1]
-        n_gathered = 0
-        if masks.size:
-            n_gathered, positions, gathered = gather_probes(
-                columns, present, starts, masks, mask_starts, i, positions, gathered
-            )
-        if distance.size < max(n_gathered, p_last - p_first):
-            distance = np.empty(2 * max(n_gathered, p_last - p_first), dtype=np.uint64)
+        n_gathered, positions, gathered, distance = _bucket_candidates(
+            columns, present, bounds, starts, masks, mask_starts, i, positions, gathered, distance
+        )
         for p in range(p_first, p_last):
             # The rest of the bucket (part 0), then the gathered codes (part 1).
             for part in range(2 if n_gathered else 1):
@@ -343,13 +369,18 @@ def link_block(
     for r in range(ranges.shape[0]):
         for i in range(ranges[r, 0], ranges[r, 1]):
             p_first, p_last = bounds[i], bounds[i + 1]
-            n_gathered = 0
-            if masks.size:
-                n_gathered, positions, gathered = gather_probes(
-                    columns, present, starts, masks, mask_starts, i, positions, gathered
-                )
-            if distance.size < max(n_gathered, p_last - p_first):
-                distance = np.empty(2 * max(n_gathered, p_last - p_first), dtype=np.uint64)
+            n_gathered, positions, gathered, distance = _bucket_candidates(
+                columns,
+                present,
+                bounds,
+                starts,
+                masks,
+                mask_starts,
+                i,
+                positions,
+                gathered,
+                distance,
+            )
             for part in range(2 if n_gathered else 1):
                 whole = -1  # a tree known to hold every candidate of the codes scanned
                 for p in range(p_first, p_last):
