@@ -253,13 +253,13 @@ def lazy_star(
     compared, and a tentative centre taken by an earlier one is no centre (its comparisons are
     wasted, and not counted). No pair is compared twice: a centre skips the earlier tentative
     centres of its batch, assigned by its turn either way. ``unit_code`` is each unit's code
-    (-1 for a unit in no candidate pair); ``code_units`` is modified (assigned units compacted out of the lists a centre
-    scanned). The state carries over between calls, so consecutive slices of one order give the
-    result of the whole order: ``kept`` (the kept unit of every unit, itself when kept, -1 while
-    unassigned; start all -1), ``similarity`` (each unit's similarity to its kept one, 1.0 when
-    kept; start all 1.0) and ``live`` (the units still listed per code; start
-    ``np.diff(code_offsets)``) are updated in place. Returns the number of pairs compared for
-    the centres.
+    (-1 for a unit in no candidate pair); ``code_units`` is modified (assigned units compacted
+    out of the lists a centre scanned). The state carries over between calls, so consecutive
+    slices of one order give the result of the whole order: ``kept`` (the kept unit of every
+    unit, itself when kept, -1 while unassigned; start all -1), ``similarity`` (each unit's
+    similarity to its kept one, 1.0 when kept; start all 1.0) and ``live`` (the units still
+    listed per code; start ``np.diff(code_offsets)``) are updated in place. Returns the number
+    of pairs compared for the centres.
     """
     verified = 0
     rank = np.full_like(kept, -1)  # position among the tentative centres

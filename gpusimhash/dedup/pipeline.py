@@ -4,9 +4,9 @@ The stages, each timed by `StageTimer` and recorded in the summary's ``timings_s
 
 1. ``fingerprint``: read the file in batches (after a ``fit_tfidf`` pass for tf-idf weighting)
    and fingerprint each batch; only the codes (``bits / 8`` bytes per document), whether each
-   document has features and, where asked for, text lengths, scores and ground-truth labels stay in memory.
-   Each batch's merged features go to temporary files (`verification.feature_spill`: 12 bytes
-   per distinct feature and 24 per document).
+   document has features and, where asked for, text lengths, scores and ground-truth labels
+   stay in memory. Each batch's merged features go to temporary files
+   (`verification.feature_spill`: 12 bytes per distinct feature and 24 per document).
 2. ``join``: the pairs of distinct codes a radius would produce are estimated from sampled
    degrees, and a radius over budget is refused unless forced (and one whose pairs cannot fit
    in the memory available, always); then every pair of distinct codes within the radius
@@ -311,7 +311,7 @@ class _Fingerprints:
     """What the first pass keeps per document."""
 
     codes: np.ndarray
-    lengths: np.ndarray
+    lengths: np.ndarray | None  # for the keep policy "longest" only
     scores: np.ndarray | None
     truth: np.ndarray | None
     has_features: np.ndarray  # bool: whether each document has a feature
@@ -712,7 +712,8 @@ def _fingerprint_pass(
                 )
             else:
                 codes.append(settings.fingerprint(batch.texts, device=device))
-            lengths.append(_lengths(batch))
+            if options.keep == "longest":
+                lengths.append(_lengths(batch))
             # labels and scores: fields of records (asked for, so never plain text as bytes)
             if options.truth_field is not None and isinstance(batch, Batch):
                 field = options.truth_field
@@ -725,7 +726,7 @@ def _fingerprint_pass(
         bar.update(read.bytes - done)  # the last file's end, after its last batch
     return _Fingerprints(
         codes=np.concatenate(codes) if codes else np.zeros((0, settings.bits // 8), np.uint8),
-        lengths=_stack(lengths, np.int64),
+        lengths=_stack(lengths, np.int64) if options.keep == "longest" else None,
         scores=_stack(scores, np.float64) if options.score_field else None,
         truth=_stack(truth, np.int64) if options.truth_field else None,
         has_features=_stack(featured, np.bool_),

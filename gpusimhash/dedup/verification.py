@@ -213,7 +213,7 @@ class FeatureSpill:
         """
         for name, dtype in self._COLUMNS:
             np.ascontiguousarray(getattr(features, name), dtype=dtype).tofile(self._files[name])
-        self._sizes.append(features.sizes.astype(np.int64))
+        self._sizes.append(features.sizes.astype(np.int32))  # distinct features of a document
         self._offsets = None
 
     def gather(self, rows: Any, *, narrow: bool = False) -> DocumentFeatures:
