@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -120,11 +121,13 @@ def synthetic(sizes: list[int], repeats: int) -> None:
             write_synthetic(path, n)
             runs: dict[str, list[tuple[float, int, dict]]] = {name: [] for name in SYNTHETIC}
             floors = {}
-            for _ in range(repeats):
+            for r in range(repeats):
                 for k, (name, options) in enumerate(SYNTHETIC.items()):
                     if name not in floors:
                         floors[name] = run_cli(floor_path, Path(folder) / f"fl{n}-{k}", options)[1]
-                    runs[name].append(run_cli(path, Path(folder) / f"out{n}-{k}", options))
+                    out = Path(folder) / f"out{n}-{k}-{r}"
+                    runs[name].append(run_cli(path, out, options))
+                    shutil.rmtree(out)
                     print(name, f"{runs[name][-1][0]:.1f} s", flush=True)
             for name, done in runs.items():
                 seconds, _, summary = min(done, key=lambda run: run[0])
