@@ -144,7 +144,6 @@ def _prefetch_document(
 @njit(cache=True, nogil=True, parallel=True)
 def _tentative_passes(
     tentative: np.ndarray,
-    rank: np.ndarray,
     slots: np.ndarray,
     kept: np.ndarray,
     unit_code: np.ndarray,
@@ -170,11 +169,12 @@ def _tentative_passes(
 
     Centre ``k`` writes the candidates that pass (and their similarity) from ``slots[k]`` on,
     their number to ``found_count[k]`` and the pairs it compared to ``verified_count[k]``.
-    A candidate that is an earlier tentative centre (``0 <= rank[unit] < k``) is skipped: by
-    centre ``k``'s turn it is assigned either way (a centre, or taken). Nothing shared is
-    written: ``kept`` and the unit lists are only read. A centre first lists its candidates and
-    prefetches their features, then compares: the cache misses overlap instead of following
-    one another (about twice as fast once the features exceed the caches).
+    Tentative centre ``k`` is marked ``kept == -2 - k``; a candidate that is an earlier one (or
+    ``k`` itself) is skipped: by centre ``k``'s turn it is assigned either way (a centre, or
+    taken). Nothing shared is written: ``kept`` and the unit lists are only read. A centre
+    first lists its candidates and prefetches their features, then compares: the cache misses
+    overlap instead of following one another (about twice as fast once the features exceed
+    the caches).
     """
     for k in prange(tentative.size):
         centre = tentative[k]
@@ -189,7 +189,8 @@ def _tentative_passes(
                 lo = code_offsets[other]
                 for t in range(lo, lo + live[other]):
                     unit = code_units[t]
-                    if kept[unit] != -1 or (rank[unit] != -1 and rank[unit] <= k):
+                    mark = kept[unit]  # >= 0: assigned; -2 - j: tentative centre j
+                    if mark >= 0 or (mark <= -2 and -2 - mark <= k):
                         continue
                     found_units[listed] = unit
                     listed += 1
@@ -262,7 +263,6 @@ def lazy_star(
     of pairs compared for the centres.
     """
     verified = 0
-    rank = np.full_like(kept, -1)  # position among the tentative centres
     tentative = np.empty(batch, dtype=np.int64)
     slots = np.empty(batch + 1, dtype=np.int64)
     found_count = np.empty(batch, dtype=np.int64)
@@ -281,7 +281,7 @@ def lazy_star(
             if kept[unit] != -1:
                 continue
             tentative[n_tentative] = unit
-            rank[unit] = n_tentative
+            kept[unit] = -2 - n_tentative  # marked while the round's passes run
             room = 0
             code = unit_code[unit]
             if code >= 0:
@@ -294,7 +294,6 @@ def lazy_star(
             found_similarity = np.empty(2 * slots[n_tentative], dtype=np.float64)
         _tentative_passes(
             tentative[:n_tentative],
-            rank,
             slots,
             kept,
             unit_code,
@@ -317,7 +316,7 @@ def lazy_star(
             verified_count,
         )
         for k in range(n_tentative):
-            rank[tentative[k]] = -1
+            kept[tentative[k]] = -1
         for k in range(n_tentative):
             centre = tentative[k]
             if kept[centre] != -1:

@@ -189,7 +189,8 @@ class FeatureSpill:
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
-        self._sizes: list[np.ndarray] = []
+        self._ends: list[np.ndarray] = []  # each batch's documents' feature ends (int64)
+        self._total = 0  # features appended
         self._offsets: np.ndarray | None = None
         self._files = {name: open(directory / name, "wb") for name, _ in self._COLUMNS}  # noqa: SIM115
 
@@ -201,7 +202,7 @@ class FeatureSpill:
     @property
     def n_docs(self) -> int:
         """Documents appended so far."""
-        return sum(s.size for s in self._sizes)
+        return sum(ends.size for ends in self._ends)
 
     def append(self, features: DocumentFeatures) -> None:
         """Append the documents of a batch.
@@ -213,7 +214,9 @@ class FeatureSpill:
         """
         for name, dtype in self._COLUMNS:
             np.ascontiguousarray(getattr(features, name), dtype=dtype).tofile(self._files[name])
-        self._sizes.append(features.sizes.astype(np.int32))  # distinct features of a document
+        ends = self._total + np.cumsum(features.sizes, dtype=np.int64)
+        self._ends.append(ends)
+        self._total = int(ends[-1]) if ends.size else self._total
         self._offsets = None
 
     def gather(self, rows: Any, *, narrow: bool = False) -> DocumentFeatures:
@@ -250,9 +253,9 @@ class FeatureSpill:
             raise ValueError(f"rows must be ascending document indices in [0, {n})")
         for handle in self._files.values():
             handle.flush()
-        if self._offsets is None:
-            sizes = np.concatenate(self._sizes) if self._sizes else np.zeros(0, np.int64)
-            self._offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        if self._offsets is None:  # one array: the batches' ends become a view of it
+            self._offsets = np.concatenate([np.zeros(1, np.int64), *self._ends])
+            self._ends = [self._offsets[1:]]
         starts = self._offsets[rows]
         sizes = self._offsets[rows + 1] - starts
         total = int(sizes.sum())

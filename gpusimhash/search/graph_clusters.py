@@ -240,6 +240,7 @@ def graph_stars(
         rank = np.empty(n, dtype=np.int64)
         rank[policy_order(n, policy=policy, lengths=lengths, scores=scores)] = np.arange(n)
         best, order = star_order(units.unit, units.n_units, rank)
+        del rank
     star: Any = lazy_star  # compiled: called with the shared arguments unpacked
     index = units.unit_code.dtype
     order = order.astype(index)
@@ -259,6 +260,7 @@ def graph_stars(
             _TENTATIVE_CENTRES,
             _TENTATIVE_CANDIDATES,
         )
+    del arguments, live, order  # before the documents' arrays are made
     return star_documents(units.unit, best, unit_kept, unit_similarity), verified
 
 
