@@ -11,7 +11,8 @@ removed documents below the threshold against their kept one.
     python bench/bench_dedup_verify.py --synthetic 1000000 3000000 [--repeats 2]
 
 ``--docs 0`` reads the whole corpus; ``--settings`` picks settings by number (0 to 4). Writes
-``bench/results/dedup_verify_cpu.json`` (``dedup_verify_cpu_<docs>.json`` for other sizes).
+``bench/results/dedup_verify_cpu.json`` (``dedup_verify_cpu_<docs>.json`` for other sizes, or
+the name ``--result`` gives).
 
 ``--synthetic N ...`` instead runs the CLI (``python -m gpusimhash dedup``, one process per run)
 on the first N documents of the generator's default corpus (``gpusimhash.datasets.synth``, one
@@ -189,6 +190,7 @@ def main() -> None:
     parser.add_argument(
         "--repeats", type=int, default=1, help="runs of each synthetic setting (fastest kept)"
     )
+    parser.add_argument("--result", help="result file under bench/results/ (default by --docs)")
     parser.add_argument(
         "--synthetic", type=int, nargs="+", help="synthetic corpora of these sizes, via the CLI"
     )
@@ -233,7 +235,7 @@ def main() -> None:
             "removed_below_threshold",
         ],
     )
-    name = (
+    name = args.result or (
         "dedup_verify_cpu.json" if args.docs == 100_000 else f"dedup_verify_cpu_{len(lines)}.json"
     )
     write_json(name, {"docs": len(lines), "results": rows})
