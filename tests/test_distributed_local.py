@@ -18,16 +18,31 @@ def _threads():
     return numba.config.NUMBA_NUM_THREADS, numba.get_num_threads(), faiss.omp_get_max_threads()
 
 
-def test_every_worker_and_a_respawned_one_get_the_threads():
+def test_every_worker_and_a_respawned_one_get_the_threads(monkeypatch):
+    ours = {name: os.environ.get(name) for name in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS")}
+    for name in ours:  # restored at teardown: a respawn sets them here again (Dask's nanny)
+        monkeypatch.setenv(name, "2")
     with (
         local_cluster(2, threads=1, dashboard_address=":0") as cluster,
         distributed.Client(cluster) as client,
     ):
+        # this process keeps its own values
+        assert [os.environ[name] for name in ours] == ["2", "2"]
         assert list(client.run(_threads).values()) == [(1, 1, 1)] * 2
         client.restart()  # the nannies spawn their workers again
         assert list(client.run(_threads).values()) == [(1, 1, 1)] * 2
         workers = client.scheduler_info()["workers"].values()
         assert [w["nthreads"] for w in workers] == [1, 1]
+
+
+def test_clusters_made_one_after_another_get_their_own_counts():
+    # the bench's sequence: the first cluster's counts must not stay in this process for the next
+    for threads in (1, 2, 1):
+        with (
+            local_cluster(1, threads, dashboard_address=":0") as cluster,
+            distributed.Client(cluster) as client,
+        ):
+            assert list(client.run(_threads).values()) == [(threads, threads, threads)]
 
 
 def test_the_command_shares_the_cores_among_its_workers():

@@ -5,14 +5,21 @@ process starts using them. `dask.distributed.LocalCluster`'s ``env=`` sets varia
 worker process after it has started, too late for Numba: each worker then runs its compiled
 loops on every core of the machine, so ``N`` workers start ``N`` times too many threads. The
 variables must be in ``distributed.nanny.pre-spawn-environ``, which the nanny sets before it
-spawns (and respawns) its worker; `local_cluster` does that.
+spawns (and respawns) its worker; `local_cluster` does that. A variable already set in the
+calling process's environment would win over that setting, and the nanny sets them in that
+environment too: `local_cluster` sets them there while the workers start, then puts the
+process's own values back (a worker the nanny respawns later sets them there again: Dask's
+behaviour).
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 __all__ = ["local_cluster"]
+
+_VARIABLES = ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS")
 
 
 def local_cluster(n_workers: int, threads: int, **kwargs: Any) -> Any:
@@ -54,13 +61,22 @@ def local_cluster(n_workers: int, threads: int, **kwargs: Any) -> Any:
         if value < 1:
             raise ValueError(f"local_cluster: {name} must be >= 1, got {value}")
     count = str(threads)
-    environ = {
-        **config.get("distributed.nanny.pre-spawn-environ", {}),
-        "NUMBA_NUM_THREADS": count,
-        "OMP_NUM_THREADS": count,
-    }
-    # the nannies read this when they are made, and keep it for every respawn
-    with config.set({"distributed.nanny.pre-spawn-environ": environ}):
-        return LocalCluster(  # type: ignore[no-untyped-call]
-            n_workers=n_workers, threads_per_worker=1, processes=True, **kwargs
-        )
+    environ = {**config.get("distributed.nanny.pre-spawn-environ", {})}
+    environ |= dict.fromkeys(_VARIABLES, count)
+    # the nannies read this when they are made (a variable already in this process's
+    # environment wins over it, so it is set there too) and keep it for every respawn; they set
+    # it in this process's environment before they spawn, so this process's values come back
+    # after (else its Numba would see another thread count at its next compilation)
+    before = {name: os.environ.get(name) for name in _VARIABLES}
+    os.environ.update(dict.fromkeys(_VARIABLES, count))
+    try:
+        with config.set({"distributed.nanny.pre-spawn-environ": environ}):
+            return LocalCluster(  # type: ignore[no-untyped-call]
+                n_workers=n_workers, threads_per_worker=1, processes=True, **kwargs
+            )
+    finally:
+        for name, previous in before.items():
+            if previous is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = previous
