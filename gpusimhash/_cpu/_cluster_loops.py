@@ -421,3 +421,21 @@ def first_seen(
             count += 1
         renumbered[i] = table[label]
     return renumbered, first[:count].copy()
+
+
+@njit(cache=True, nogil=True)
+def first_seen_numbers(labels: np.ndarray, table: np.ndarray) -> np.ndarray:  # pragma: no cover
+    """Renumber labels by first occurrence (`first_seen` without the firsts).
+
+    ``table`` has a slot per label value, all -1, and a signed type that holds the number of
+    labels (int32: 4 bytes per label value); it is filled in. Returns the int64 numbers.
+    """
+    renumbered = np.empty(labels.size, dtype=np.int64)
+    count = 0
+    for i in range(labels.size):
+        label = labels[i]
+        if table[label] == -1:
+            table[label] = count
+            count += 1
+        renumbered[i] = table[label]
+    return renumbered

@@ -39,13 +39,13 @@ from gpusimhash.search.budget import (
     distinct_codes,
     estimate_pair_count,
 )
-from gpusimhash.search.clusters import keep_one
+from gpusimhash.search.clusters import keep_one, star_documents
 from gpusimhash.search.graph import CodeGraph
 from gpusimhash.search.graph_clusters import (
     graph_components,
-    graph_stars,
     index_dtype,
     unit_graph,
+    unit_stars,
 )
 from gpusimhash.search.verify import (
     DEFAULT_CANDIDATE_RECALL,
@@ -556,8 +556,9 @@ def cluster_documents(
     With verification, the features of every candidate document are gathered once and
     candidate pairs are verified inside the clustering, only those the clustering needs
     (`gpusimhash.search.graph_clusters`): the result is that of verifying every candidate
-    first. Without, the clusters come from the graph alone and only the removed documents and
-    their kept ones are read, ``_MEASURED`` pairs at a time.
+    first. Without, the clusters come from the graph alone. Then, the gathered features let go,
+    only the removed documents and their kept ones are read again, ``_MEASURED`` pairs at a
+    time, to measure each removed document against its kept one.
 
     Parameters
     ----------
@@ -597,7 +598,7 @@ def cluster_documents(
     )
     measure = limit.measure if limit.verify else None
     if method == "star":
-        stars, verified = graph_stars(
+        best, unit_kept, unit_similarity, verified = unit_stars(
             graph,
             units,
             features,
@@ -607,24 +608,28 @@ def cluster_documents(
             lengths=lengths,
             scores=scores,
         )
-        labels, kept_for = stars.labels, stars.kept_for
+        del features  # before the arrays per document; measured below from `gather` again
+        stars = star_documents(units.unit, best, unit_kept, unit_similarity)
+        # a kept document's similarity is 1.0; every removed one's is measured below
+        labels, kept_for, similarity = stars.labels, stars.kept_for, stars.similarity
     else:
         labels, verified = graph_components(
             graph, units, features, measure=measure, value=limit.value
         )
+        del features
         keep = keep_one(labels, policy=policy, lengths=lengths, scores=scores)
         kept_of_cluster = np.empty(int(labels.max()) + 1 if n else 0, dtype=np.int64)
         kept_of_cluster[labels[keep]] = np.flatnonzero(keep)
         kept_for = kept_of_cluster[labels]
+        similarity = np.ones(n)
     unit = units.unit
     del units  # the rest of the unit graph is not needed any more
-    removed = np.flatnonzero(kept_for != np.arange(n))
-    similarity = np.ones(n)
+    removed = np.flatnonzero(kept_for != np.arange(n, dtype=kept_for.dtype))
     for lo in range(0, removed.size, _MEASURED):
         part = removed[lo : lo + _MEASURED]
         pairs = np.stack([part, kept_for[part]], axis=1)
         wanted = np.unique(pairs)  # just these documents, weights in float64
-        some = features.take(np.searchsorted(rows, wanted)) if limit.verify else gather(wanted)
+        some = gather(wanted)
         measured = some.widened().similarities(
             np.searchsorted(wanted, pairs), empty_as_duplicates=empty_as_duplicates
         )

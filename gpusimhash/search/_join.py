@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from gpusimhash import _segments, _validate
-from gpusimhash._cpu._cluster_loops import first_seen
+from gpusimhash._cpu._cluster_loops import first_seen_numbers
 from gpusimhash._reprs import short_repr
 
 __all__ = [
@@ -247,7 +247,8 @@ def first_seen_labels(labels: np.ndarray) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
     if labels.dtype.kind in "iu" and labels.min() >= 0 and labels.max() < 2 * labels.size:
         # labels that index a table (roots, kept documents): one linear pass, no sort
-        return first_seen(labels, int(labels.max()) + 1)[0]
+        counts = np.int32 if labels.size <= np.iinfo(np.int32).max else np.int64
+        return first_seen_numbers(labels, np.full(int(labels.max()) + 1, -1, dtype=counts))
     _, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
     rank = np.empty(first.size, dtype=np.int64)
     rank[np.argsort(first)] = np.arange(first.size)

@@ -409,8 +409,10 @@ def star_documents(
         A document of a kept unit has similarity 1.0 (to the unit's preferred document).
     """
     kept_unit = unit_kept[units]
+    to_kept = unit_similarity[units]
+    to_kept[kept_unit == units] = 1.0
     kept_for = best[kept_unit]
-    to_kept = np.where(kept_unit == units, 1.0, unit_similarity[units])
+    del kept_unit  # each array of the document count made only once it is needed
     return StarClusters(_renumber(kept_for), kept_for, to_kept)
 
 

@@ -36,7 +36,14 @@ from gpusimhash.search.clusters import StarClusters, policy_order, star_document
 from gpusimhash.search.graph import CodeGraph
 from gpusimhash.search.verify import DocumentFeatures, feature_units
 
-__all__ = ["UnitGraph", "graph_components", "graph_stars", "index_dtype", "unit_graph"]
+__all__ = [
+    "UnitGraph",
+    "graph_components",
+    "graph_stars",
+    "index_dtype",
+    "unit_graph",
+    "unit_stars",
+]
 
 _MEASURES = {None: NOT_VERIFIED, "cosine": COSINE, "jaccard": JACCARD}
 # the star loop verifies up to this many units against their candidates at once, in parallel,
@@ -231,6 +238,56 @@ def graph_stars(
     >>> stars.kept_for.tolist(), stars.similarity.round(3).tolist(), verified
     ([0, 0, 2, 0], [1.0, 0.866, 1.0, 1.0], 2)
     """
+    best, unit_kept, unit_similarity, verified = unit_stars(
+        graph,
+        units,
+        features,
+        measure=measure,
+        value=value,
+        policy=policy,
+        lengths=lengths,
+        scores=scores,
+    )
+    return star_documents(units.unit, best, unit_kept, unit_similarity), verified
+
+
+def unit_stars(
+    graph: CodeGraph,
+    units: UnitGraph,
+    features: DocumentFeatures,
+    *,
+    measure: str | None,
+    value: float = 0.0,
+    policy: str = "first",
+    lengths: Any = None,
+    scores: Any = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Star clusters of units (`graph_stars` before its documents' arrays are made).
+
+    A caller can let go of the features before `gpusimhash.search.clusters.star_documents`
+    turns the result into arrays per document.
+
+    Parameters
+    ----------
+    graph, units, features, measure, value, policy, lengths, scores
+        As in `graph_stars`.
+
+    Returns
+    -------
+    best : ndarray, shape (n_units,)
+        The document that speaks for each unit (`star_order`).
+    unit_kept : ndarray, shape (n_units,)
+        Kept unit of each unit (itself when kept).
+    unit_similarity : ndarray, shape (n_units,), dtype float64
+        Each unit's similarity to its kept unit.
+    verified : int
+        Pairs of units compared on their features.
+
+    Raises
+    ------
+    ValueError
+        An unknown measure or policy.
+    """
     n = units.unit.size
     arguments = _loop_arguments(graph, units, features, measure)
     if policy == "first":  # each unit's lowest document speaks for it, lowest first
@@ -260,8 +317,7 @@ def graph_stars(
             _TENTATIVE_CENTRES,
             _TENTATIVE_CANDIDATES,
         )
-    del arguments, live, order  # before the documents' arrays are made
-    return star_documents(units.unit, best, unit_kept, unit_similarity), verified
+    return best, unit_kept, unit_similarity, verified
 
 
 def graph_components(
