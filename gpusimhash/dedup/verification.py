@@ -62,7 +62,7 @@ _WINDOW = 1 << 20
 # before it exactly (counts as small integers: 1 byte a feature instead of 8)
 _NARROWED = (np.int8, np.int16, np.float32, np.float64)
 # removed documents measured against their kept ones at a time
-_MEASURED = 1 << 13
+_MEASURED = 1 << 16  # each chunk reads the spill across its documents' span: few chunks
 
 __all__ = [
     "CLUSTERINGS",
