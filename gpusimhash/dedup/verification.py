@@ -31,7 +31,7 @@ import numpy as np
 
 from gpusimhash import _segments
 from gpusimhash._choices import CLUSTERINGS
-from gpusimhash.search._join import DuplicateGroups, check_radius, cosine_radius
+from gpusimhash.search._join import DuplicateGroups, check_radius, cosine_radius, first_seen_labels
 from gpusimhash.search.budget import (
     MAX_CANDIDATE_PAIRS,
     MemoryRefusal,
@@ -39,7 +39,7 @@ from gpusimhash.search.budget import (
     distinct_codes,
     estimate_pair_count,
 )
-from gpusimhash.search.clusters import keep_one, star_documents
+from gpusimhash.search.clusters import keep_one
 from gpusimhash.search.graph import CodeGraph
 from gpusimhash.search.graph_clusters import (
     graph_components,
@@ -62,7 +62,7 @@ _WINDOW = 1 << 20
 # before it exactly (counts as small integers: 1 byte a feature instead of 8)
 _NARROWED = (np.int8, np.int16, np.float32, np.float64)
 # removed documents measured against their kept ones at a time
-_MEASURED = 1 << 16  # each chunk reads the spill across its documents' span: few chunks
+_MEASURED = 1 << 13
 
 __all__ = [
     "CLUSTERINGS",
@@ -556,9 +556,9 @@ def cluster_documents(
     With verification, the features of every candidate document are gathered once and
     candidate pairs are verified inside the clustering, only those the clustering needs
     (`gpusimhash.search.graph_clusters`): the result is that of verifying every candidate
-    first. Without, the clusters come from the graph alone. Then, the gathered features let go,
-    only the removed documents and their kept ones are read again, ``_MEASURED`` pairs at a
-    time, to measure each removed document against its kept one.
+    first. Without, the clusters come from the graph alone and only the removed documents and
+    their kept ones are read, ``_MEASURED`` pairs at a time. The per-document arrays are made
+    one at a time, the features let go before the clusters are numbered.
 
     Parameters
     ----------
@@ -598,7 +598,7 @@ def cluster_documents(
     )
     measure = limit.measure if limit.verify else None
     if method == "star":
-        best, unit_kept, unit_similarity, verified = unit_stars(
+        best, unit_kept, _, verified = unit_stars(
             graph,
             units,
             features,
@@ -608,31 +608,32 @@ def cluster_documents(
             lengths=lengths,
             scores=scores,
         )
-        del features  # before the arrays per document; measured below from `gather` again
-        stars = star_documents(units.unit, best, unit_kept, unit_similarity)
-        # a kept document's similarity is 1.0; every removed one's is measured below
-        labels, kept_for, similarity = stars.labels, stars.kept_for, stars.similarity
+        kept_for = best[unit_kept[units.unit]]  # every removed document is measured below
+        del best, unit_kept
+        labels = None  # numbered once the features are let go
     else:
         labels, verified = graph_components(
             graph, units, features, measure=measure, value=limit.value
         )
-        del features
         keep = keep_one(labels, policy=policy, lengths=lengths, scores=scores)
         kept_of_cluster = np.empty(int(labels.max()) + 1 if n else 0, dtype=np.int64)
         kept_of_cluster[labels[keep]] = np.flatnonzero(keep)
         kept_for = kept_of_cluster[labels]
-        similarity = np.ones(n)
     unit = units.unit
     del units  # the rest of the unit graph is not needed any more
     removed = np.flatnonzero(kept_for != np.arange(n, dtype=kept_for.dtype))
+    similarity = np.ones(n)
     for lo in range(0, removed.size, _MEASURED):
         part = removed[lo : lo + _MEASURED]
         pairs = np.stack([part, kept_for[part]], axis=1)
         wanted = np.unique(pairs)  # just these documents, weights in float64
-        some = gather(wanted)
+        some = features.take(np.searchsorted(rows, wanted)) if limit.verify else gather(wanted)
         measured = some.widened().similarities(
             np.searchsorted(wanted, pairs), empty_as_duplicates=empty_as_duplicates
         )
         similarity[part] = getattr(measured, limit.measure)
+    del features  # before the clusters are numbered
+    if labels is None:
+        labels = first_seen_labels(kept_for)
     below = int(np.sum(~(similarity[removed] >= limit.value)))
     return Clustering(labels, kept_for, similarity, below, unit, verified)
