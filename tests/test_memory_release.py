@@ -41,5 +41,6 @@ def kept_after_free(fixed):
     platform.system() != "Linux" or platform.libc_ver()[0] != "glibc", reason="glibc's malloc"
 )
 def test_a_freed_array_is_given_back_with_the_fixed_threshold():
-    assert kept_after_free(fixed=False) >= 12 << 20  # the moving limit keeps it (the defect)
+    # without the fix, glibc's moving limit usually keeps the freed middle array (12+ MiB here;
+    # not on every machine, so only the fixed behaviour is asserted)
     assert kept_after_free(fixed=True) < 4 << 20
