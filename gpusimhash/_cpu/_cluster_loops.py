@@ -405,27 +405,8 @@ def lazy_components(
 
 
 @njit(cache=True, nogil=True)
-def first_seen(
-    labels: np.ndarray, n_labels: int
-) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover
-    """Renumber labels in ``[0, n_labels)`` by first occurrence; return them and each one's first index."""
-    table = np.full(n_labels, -1, dtype=np.int64)
-    renumbered = np.empty(labels.size, dtype=np.int64)
-    first = np.empty(labels.size, dtype=np.int64)
-    count = 0
-    for i in range(labels.size):
-        label = labels[i]
-        if table[label] == -1:
-            table[label] = count
-            first[count] = i
-            count += 1
-        renumbered[i] = table[label]
-    return renumbered, first[:count].copy()
-
-
-@njit(cache=True, nogil=True)
 def first_seen_numbers(labels: np.ndarray, table: np.ndarray) -> np.ndarray:  # pragma: no cover
-    """Renumber labels by first occurrence (`first_seen` without the firsts).
+    """Renumber labels by first occurrence.
 
     ``table`` has a slot per label value, all -1, and a signed type that holds the number of
     labels (int32: 4 bytes per label value); it is filled in. Returns the int64 numbers.

@@ -31,7 +31,13 @@ import numpy as np
 
 from gpusimhash import _segments
 from gpusimhash._choices import CLUSTERINGS
-from gpusimhash.search._join import DuplicateGroups, check_radius, cosine_radius, first_seen_labels
+from gpusimhash.search._join import (
+    DuplicateGroups,
+    check_radius,
+    cosine_radius,
+    first_seen_labels,
+    index_dtype,
+)
 from gpusimhash.search.budget import (
     MAX_CANDIDATE_PAIRS,
     MemoryRefusal,
@@ -41,12 +47,7 @@ from gpusimhash.search.budget import (
 )
 from gpusimhash.search.clusters import keep_one
 from gpusimhash.search.graph import CodeGraph
-from gpusimhash.search.graph_clusters import (
-    graph_components,
-    index_dtype,
-    unit_graph,
-    unit_stars,
-)
+from gpusimhash.search.graph_clusters import graph_components, unit_graph, unit_stars
 from gpusimhash.search.verify import (
     DEFAULT_CANDIDATE_RECALL,
     DEFAULT_MIN_COSINE,
@@ -61,8 +62,10 @@ _WINDOW = 1 << 20
 # the dtypes narrowed weights are read as, narrowest first: each holds every value of the ones
 # before it exactly (counts as small integers: 1 byte a feature instead of 8)
 _NARROWED = (np.int8, np.int16, np.float32, np.float64)
-# removed documents measured against their kept ones at a time
+# removed documents measured against their kept ones at a time: from the gathered features
+# (a small copy each), or re-read from the spill (each read spans the file: few, large chunks)
 _MEASURED = 1 << 13
+_MEASURED_READ = 1 << 18
 
 __all__ = [
     "CLUSTERINGS",
@@ -557,7 +560,7 @@ def cluster_documents(
     candidate pairs are verified inside the clustering, only those the clustering needs
     (`gpusimhash.search.graph_clusters`): the result is that of verifying every candidate
     first. Without, the clusters come from the graph alone and only the removed documents and
-    their kept ones are read, ``_MEASURED`` pairs at a time. The per-document arrays are made
+    their kept ones are read, ``_MEASURED_READ`` pairs at a time. The per-document arrays are made
     one at a time, the features let go before the clusters are numbered.
 
     Parameters
@@ -623,8 +626,9 @@ def cluster_documents(
     del units  # the rest of the unit graph is not needed any more
     removed = np.flatnonzero(kept_for != np.arange(n, dtype=kept_for.dtype))
     similarity = np.ones(n)
-    for lo in range(0, removed.size, _MEASURED):
-        part = removed[lo : lo + _MEASURED]
+    chunk = _MEASURED if limit.verify else _MEASURED_READ
+    for lo in range(0, removed.size, chunk):
+        part = removed[lo : lo + chunk]
         pairs = np.stack([part, kept_for[part]], axis=1)
         wanted = np.unique(pairs)  # just these documents, weights in float64
         some = features.take(np.searchsorted(rows, wanted)) if limit.verify else gather(wanted)

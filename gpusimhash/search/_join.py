@@ -25,6 +25,7 @@ __all__ = [
     "cosine_radius",
     "expand_pairs",
     "first_seen_labels",
+    "index_dtype",
     "keys_to_pairs",
     "pair_keys",
     "radius_recall",
@@ -225,6 +226,17 @@ def collapse(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return ordered[first], inverse
 
 
+def index_dtype(n: int) -> type[np.signedinteger[Any]]:
+    """Return the integer type of indices below ``n``: int32 when they fit, else int64.
+
+    Examples
+    --------
+    >>> index_dtype(10**6).__name__, index_dtype(2**31 + 1).__name__
+    ('int32', 'int64')
+    """
+    return np.int32 if n <= np.iinfo(np.int32).max else np.int64
+
+
 def first_seen_labels(labels: np.ndarray) -> np.ndarray:
     """Renumber labels ``0, 1, ...`` in order of their first occurrence.
 
@@ -247,8 +259,8 @@ def first_seen_labels(labels: np.ndarray) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
     if labels.dtype.kind in "iu" and labels.min() >= 0 and labels.max() < 2 * labels.size:
         # labels that index a table (roots, kept documents): one linear pass, no sort
-        counts = np.int32 if labels.size <= np.iinfo(np.int32).max else np.int64
-        return first_seen_numbers(labels, np.full(int(labels.max()) + 1, -1, dtype=counts))
+        table = np.full(int(labels.max()) + 1, -1, dtype=index_dtype(labels.size))
+        return first_seen_numbers(labels, table)
     _, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
     rank = np.empty(first.size, dtype=np.int64)
     rank[np.argsort(first)] = np.arange(first.size)

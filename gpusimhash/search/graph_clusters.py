@@ -31,7 +31,7 @@ from gpusimhash._cpu._cluster_loops import (
 )
 from gpusimhash._cpu._mih_loops import flatten_forest
 from gpusimhash._cpu._runtime import parallel_call
-from gpusimhash.search._join import first_seen_labels
+from gpusimhash.search._join import first_seen_labels, index_dtype
 from gpusimhash.search.clusters import StarClusters, policy_order, star_documents, star_order
 from gpusimhash.search.graph import CodeGraph
 from gpusimhash.search.verify import DocumentFeatures, feature_units
@@ -40,7 +40,6 @@ __all__ = [
     "UnitGraph",
     "graph_components",
     "graph_stars",
-    "index_dtype",
     "unit_graph",
     "unit_stars",
 ]
@@ -53,17 +52,6 @@ _TENTATIVE_CENTRES = 4096
 _TENTATIVE_CANDIDATES = 32768
 # calls the loops are cut into, each reported to a dedup stage's progress bar
 _PROGRESS_STEPS = 64
-
-
-def index_dtype(n: int) -> type[np.signedinteger[Any]]:
-    """Return the integer type of indices below ``n``: int32 when they fit, else int64.
-
-    Examples
-    --------
-    >>> index_dtype(10**6).__name__, index_dtype(2**31 + 1).__name__
-    ('int32', 'int64')
-    """
-    return np.int32 if n <= np.iinfo(np.int32).max else np.int64
 
 
 @dataclass(frozen=True)
@@ -264,8 +252,8 @@ def unit_stars(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """Star clusters of units (`graph_stars` before its documents' arrays are made).
 
-    A caller can let go of the features before `gpusimhash.search.clusters.star_documents`
-    turns the result into arrays per document.
+    A caller that makes its own arrays per document (`gpusimhash.search.clusters.star_documents`
+    makes all of them) can let go of the features first.
 
     Parameters
     ----------

@@ -43,7 +43,6 @@ import numpy as np
 from scipy.stats import binom
 
 from gpusimhash import _backend, _cpu, _segments, _validate
-from gpusimhash._cpu._cluster_loops import first_seen
 from gpusimhash._cpu._runtime import parallel_call
 from gpusimhash._cpu._verify_loops import (
     feature_hashes,
@@ -53,7 +52,7 @@ from gpusimhash._cpu._verify_loops import (
 )
 from gpusimhash.features import FeatureBatch
 from gpusimhash.fingerprinting import DEFAULT_BATCH_SIZE, _batches, resolve_device
-from gpusimhash.search._join import DuplicateGroups, check_radius, expand_pairs
+from gpusimhash.search._join import DuplicateGroups, check_radius, expand_pairs, first_seen_labels
 from gpusimhash.search.exact import near_duplicates
 from gpusimhash.text import TextFeaturizer
 
@@ -1057,9 +1056,13 @@ def feature_units(
         n_raw += 1
     alone = np.flatnonzero(unit < 0)
     unit[alone] = n_raw + np.arange(alone.size)
-    # number the units in order of their lowest document
-    number, lowest = first_seen(unit, n_raw + alone.size)
-    return number, lowest
+    # number the units in order of their lowest document: each number first appears as the
+    # largest so far, so the lowest documents are where the running maximum grows
+    number = first_seen_labels(unit)
+    grows = np.ones(n, dtype=bool)
+    running = np.maximum.accumulate(number)
+    grows[1:] = running[1:] > running[:-1]
+    return number, np.flatnonzero(grows)
 
 
 def _feature_hashes(features: DocumentFeatures) -> np.ndarray:
