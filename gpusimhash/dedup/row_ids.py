@@ -38,7 +38,6 @@ class RowIds(Mapping[int, Any]):
     def __init__(self) -> None:
         self._rows: list[np.ndarray] = []
         self._ids: list[np.ndarray | list[Any]] = []
-        self._firsts: list[int] = []
 
     def append(self, rows: np.ndarray, ids: Sequence[Any]) -> None:
         """Add the ids of some rows, all after the rows added so far.
@@ -65,11 +64,10 @@ class RowIds(Mapping[int, Any]):
             raise ValueError("rows must be ascending and after the rows added before")
         self._rows.append(rows)
         self._ids.append(_compact(ids))
-        self._firsts.append(int(rows[0]))
 
     def __getitem__(self, row: int) -> Any:
         """Return the id of a row (a Python int for an integer id); KeyError if not added."""
-        chunk = bisect.bisect_right(self._firsts, row) - 1
+        chunk = bisect.bisect_right(self._rows, row, key=lambda rows: int(rows[0])) - 1
         if chunk >= 0:
             rows = self._rows[chunk]
             k = int(np.searchsorted(rows, row))
