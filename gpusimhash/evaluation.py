@@ -14,7 +14,14 @@ import scipy.sparse as sp
 
 from gpusimhash.text import TextFeaturizer
 
-__all__ = ["duplicate_pairs", "pair_scores", "removal_scores", "true_cosines"]
+__all__ = [
+    "duplicate_pairs",
+    "pair_scores",
+    "removal_counts",
+    "removal_figures",
+    "removal_scores",
+    "true_cosines",
+]
 
 
 def duplicate_pairs(groups: np.ndarray) -> np.ndarray:
@@ -133,20 +140,8 @@ def removal_scores(
     """
     n = truth.size
     group_sizes = np.bincount(truth) if n else np.zeros(0, np.int64)
-    is_duplicate = group_sizes[truth] > 1 if n else np.zeros(0, bool)
-    # the ground truth keeps one document per group: the rest should be removed
-    should_remove = int((group_sizes[group_sizes > 1] - 1).sum())
-    removed = ~kept
-    # a removed document is correct if its group keeps some other member
     kept_per_group = np.bincount(truth[kept], minlength=group_sizes.size) if n else group_sizes
-    correct = removed & is_duplicate & (kept_per_group[truth] >= 1)
-    result: dict[str, Any] = {
-        "true_groups_with_duplicates": int((group_sizes > 1).sum()),
-        "documents_to_remove": should_remove,
-        "removed_correctly": int(correct.sum()),
-        "removal_precision": float(correct.sum() / removed.sum()) if removed.any() else 1.0,
-        "removal_recall": float(correct.sum() / should_remove) if should_remove else 1.0,
-    }
+    result = removal_figures(removal_counts(group_sizes, kept_per_group))
     if pairs is not None:
         scores = pair_scores(pairs, truth)
         result.update(
@@ -158,6 +153,71 @@ def removal_scores(
             }
         )
     return result
+
+
+def removal_counts(group_sizes: np.ndarray, kept_per_group: np.ndarray) -> dict[str, int]:
+    """Count what `removal_scores` needs from ground-truth groups (counts add up over groups).
+
+    Parameters
+    ----------
+    group_sizes, kept_per_group : ndarray of int, shape (n_groups,)
+        Documents of each true group, and how many of them the run kept.
+
+    Returns
+    -------
+    dict
+        ``true_groups_with_duplicates``, ``documents_to_remove`` (all but one of each group),
+        ``removed_correctly`` (removed documents of groups of two or more that keep some
+        member) and ``removed``.
+
+    Examples
+    --------
+    >>> counts = removal_counts(np.array([2, 1, 1]), np.array([1, 1, 0]))
+    >>> counts["removed_correctly"], counts["removed"]
+    (1, 2)
+    """
+    group_sizes, kept_per_group = np.asarray(group_sizes), np.asarray(kept_per_group)
+    duplicated = group_sizes > 1
+    removed = group_sizes - kept_per_group
+    # a removed document is correct if its group keeps some other member
+    correct = duplicated & (kept_per_group >= 1)
+    return {
+        "true_groups_with_duplicates": int(duplicated.sum()),
+        "documents_to_remove": int((group_sizes[duplicated] - 1).sum()),
+        "removed_correctly": int(removed[correct].sum()),
+        "removed": int(removed.sum()),
+    }
+
+
+def removal_figures(counts: dict[str, int]) -> dict[str, Any]:
+    """Score removals from `removal_counts` (summed over any split of the groups).
+
+    Parameters
+    ----------
+    counts : dict
+        As `removal_counts` returns them.
+
+    Returns
+    -------
+    dict
+        The keys of `removal_scores` without pairs: the counts but ``removed``, and
+        ``removal_precision`` and ``removal_recall`` (1.0 where the denominator is 0).
+
+    Examples
+    --------
+    >>> counts = removal_counts(np.array([2, 1, 1]), np.array([1, 1, 0]))
+    >>> removal_figures(counts)["removal_precision"]
+    0.5
+    """
+    correct, removed = counts["removed_correctly"], counts["removed"]
+    should_remove = counts["documents_to_remove"]
+    return {
+        "true_groups_with_duplicates": counts["true_groups_with_duplicates"],
+        "documents_to_remove": should_remove,
+        "removed_correctly": correct,
+        "removal_precision": correct / removed if removed else 1.0,
+        "removal_recall": correct / should_remove if should_remove else 1.0,
+    }
 
 
 def true_cosines(

@@ -24,10 +24,13 @@ FAST = {"bits": 128, "max_distance": 8, "id_field": "id"}  # 9 pigeonhole tables
 
 def _records():
     docs = list(generate(CorpusSpec(n_docs=N_DOCS, seed=5, max_length=40)))
-    records = [{"id": f"d{d.id}", "text": d.text, "score": (d.id * 7919) % 101} for d in docs]
+    records = [
+        {"id": f"d{d.id}", "text": d.text, "score": (d.id * 7919) % 101, "group": d.group}
+        for d in docs
+    ]
     # featureless documents, and copies of them
     for k in (3, 500, 501, 1100):
-        records[k] = {"id": records[k]["id"], "text": "" if k % 2 else "  ", "score": k}
+        records[k] = {**records[k], "text": "" if k % 2 else "  ", "score": k}
     return records
 
 
@@ -279,3 +282,159 @@ def test_command_line_on_a_scheduler_and_on_local_workers(corpus, cluster, tmp_p
     capsys.readouterr()
     assert main(["dedup", "--workers", "2", "--out", str(tmp_path / "x")]) == 2
     assert "need an INPUT" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- annotate, truth_field, report
+# (after the runs above, which scale the module's cluster down to one worker: back to two)
+
+
+def _two_workers(cluster):
+    """A client of the module's cluster with two workers (started again if fewer)."""
+    client = distributed.Client(cluster)
+    if len(cluster.workers) < 2:
+        cluster.scale(2)
+        client.wait_for_workers(2)
+    return client
+
+
+def _annotated_parts(out, fmt):
+    """The annotated records of every part, in order (parts concatenated)."""
+    parts = sorted((out / "annotated").iterdir())
+    if fmt == "jsonl":
+        return "".join(part.read_text() for part in parts)
+    import pyarrow.parquet as pq
+
+    return [r for part in parts for r in pq.read_table(part).to_pylist()]
+
+
+@pytest.mark.parametrize(
+    ("n_parts", "options"),
+    [
+        (7, {**FAST, "annotate": True}),
+        (4, {**FAST, "annotate": True, "keep": "score", "score_field": "score"}),
+        (4, {**FAST, "annotate": True, "verify": False, "cluster": "components"}),
+        (7, {"bits": 128, "max_distance": 8, "annotate": True, "output_format": "parquet"}),
+    ],
+)
+def test_annotate_writes_every_record_as_one_machine(corpus, cluster, tmp_path, n_parts, options):
+    root, layouts = corpus
+    with _two_workers(cluster) as client:
+        result = dedup(layouts[n_parts], tmp_path, client=client, **options)
+    single, single_out = _single(root, options)
+    fmt = options.get("output_format", "jsonl")
+    assert not (tmp_path / "kept").exists()
+    assert len(list((tmp_path / "annotated").iterdir())) == n_parts
+    if fmt == "jsonl":
+        expected = (single_out / "annotated.jsonl").read_text()
+        assert _annotated_parts(tmp_path, fmt) == expected  # byte-identical once concatenated
+        assert expected.count("\n") == N_DOCS
+    else:
+        import pyarrow.parquet as pq
+
+        expected = pq.read_table(single_out / "annotated.parquet").to_pylist()
+        assert _annotated_parts(tmp_path, fmt) == expected
+    assert (tmp_path / f"duplicates.{fmt}").read_bytes() == (
+        single_out / f"duplicates.{fmt}"
+    ).read_bytes()
+    assert result.summary["results"]["removed"] == single.summary["results"]["removed"] > 50
+
+
+def test_truth_field_gives_the_single_machine_removal_scores(corpus, cluster, tmp_path):
+    root, layouts = corpus
+    options = {**FAST, "truth_field": "group"}
+    with _two_workers(cluster) as client:
+        result = dedup(layouts[7], tmp_path, client=client, **options)
+    single, _ = _single(root, options)
+    truth = result.summary["ground_truth"]
+    expected = single.summary["ground_truth"]
+    assert truth == {k: expected[k] for k in truth}
+    assert sorted(truth) == [
+        "documents_to_remove",
+        "removal_precision",
+        "removal_recall",
+        "removed_correctly",
+        "true_groups_with_duplicates",
+    ]
+    assert 0 < truth["removal_recall"] < 1
+    assert truth["removed_correctly"] > 50
+    assert json.loads((tmp_path / "summary.json").read_text())["ground_truth"] == truth
+
+
+def _sections(report):
+    """A report's sections but those of each run's own summary.
+
+    Settings, Results and Files (the distributed summary has keys of its own, timings and
+    paths), and Against the ground truth (no pair scores on a cluster; the removal scores
+    are compared on the summaries).
+    """
+    sections = report.split("\n## ")
+    own = ("Settings", "Results", "Files", "Against the ground truth")
+    return [s for s in sections[1:] if not s.startswith(own)]
+
+
+@pytest.mark.parametrize(
+    ("n_parts", "options", "sampled"),
+    [
+        (7, {**FAST, "report": True}, None),
+        # a few sampled pairs of each kind: which are drawn depends on every pair's order
+        (7, {**FAST, "report": True, "seed": 3}, 25),
+        (4, {"bits": 64, "min_cosine": 0.7, "report": True, "keep": "longest"}, None),
+        (4, {**FAST, "report": True, "cluster": "components", "empty_as_duplicates": True}, 25),
+    ],
+)
+def test_report_shows_what_one_machine_shows(
+    corpus, cluster, tmp_path, monkeypatch, n_parts, options, sampled
+):
+    from gpusimhash.dedup import report
+
+    if sampled is not None:
+        monkeypatch.setattr(report, "SAMPLED_PAIRS", sampled)
+    root, layouts = corpus
+    with _two_workers(cluster) as client:
+        dedup(layouts[n_parts], tmp_path, client=client, **options)
+    _, single_out = _single(root, options)
+    ours = (tmp_path / "report.md").read_text()
+    theirs = (single_out / "report.md").read_text()
+    assert "## Largest clusters" in ours
+    assert "## Around the threshold" in ours
+    assert _sections(ours) == _sections(theirs)
+    for name in report.PLOTS.values():
+        assert (tmp_path / name).read_bytes() == (single_out / name).read_bytes(), name
+
+
+def test_report_refused_without_verification(tmp_path):
+    _write(RECORDS[:5], tmp_path / "a.jsonl")
+    with pytest.raises(ValueError, match="report"):
+        dedup(tmp_path, tmp_path / "out", report=True, verify=False)
+
+
+def test_command_line_annotates_scores_and_reports_on_a_cluster(corpus, cluster, tmp_path, capsys):
+    from gpusimhash.cli import main
+
+    root, layouts = corpus
+    common = ["--id-field", "id", "--bits", "128", "--max-distance", "8", "-q"]
+    common += ["--annotate", "--truth-field", "group"]
+    with _two_workers(cluster):
+        runs = (
+            [str(root / "all.jsonl"), "--out", str(tmp_path / "one")],
+            [
+                str(layouts[4]),
+                "--scheduler",
+                cluster.scheduler_address,
+                "--out",
+                str(tmp_path / "s"),
+            ],
+        )
+        for run in runs:
+            assert main(["dedup", *run, *common]) == 0, capsys.readouterr().err
+    one, spread = tmp_path / "one", tmp_path / "s"
+    assert _annotated_parts(spread, "jsonl") == (one / "annotated.jsonl").read_text()
+    assert _sections((spread / "report.md").read_text()) == _sections(
+        (one / "report.md").read_text()
+    )
+    ours = json.loads((spread / "summary.json").read_text())["ground_truth"]
+    theirs = json.loads((one / "summary.json").read_text())["ground_truth"]
+    assert ours == {k: theirs[k] for k in ours}
+    assert {"annotated/", "report.md"} <= set(
+        json.loads((spread / "summary.json").read_text())["files"]
+    )

@@ -51,8 +51,8 @@ def run_distributed(
     Raises
     ------
     UsageError
-        An option the distributed dedup does not support (``--truth-field``, ``--recall``,
-        ``--annotate``, ``--against``, ``--pairs``).
+        An option the distributed dedup does not support (``--recall``, ``--against``,
+        ``--pairs``).
     UserError
         No input, or a scheduler that cannot be reached.
     """
@@ -62,16 +62,21 @@ def run_distributed(
     if args.input is None:
         raise options.UsageError("--scheduler and --workers need an INPUT (files, folder, glob)")
     unsupported = (
-        ("--truth-field", args.truth_field),
         ("--recall", args.recall),
-        ("--annotate", args.annotate or None),
         ("--against", args.against),
         ("--pairs", args.pairs or None),
     )
     for flag, value in unsupported:
         if value is not None:
             raise options.UsageError(f"{flag} is not supported with --scheduler or --workers")
-    fields = dataclasses.asdict(dedup_options) | {"report": False}
+    fields = dataclasses.asdict(dedup_options)
+    if dedup_options.report and not dedup_options.verify:
+        fields["report"] = False
+        print(
+            "gpusimhash: note: no report.md with --no-verify on a cluster (its sample needs "
+            "every candidate pair); --no-report silences this",
+            file=sys.stderr,
+        )
     with _client(args) as client, replacing_folder(out, owned=_owned) as stage:
         result = dedup(
             args.input,
@@ -120,21 +125,23 @@ class _Closing:
 
 def _owned(name: str) -> bool:
     """Whether an entry of the output folder is one a distributed run writes."""
+    from gpusimhash.dedup.report import PLOTS
+
     stem, _, suffix = name.partition(".")
-    return name in ("kept", "summary.json") or (
+    return name in ("kept", "annotated", "summary.json", "report.md", *PLOTS.values()) or (
         stem == "duplicates" and suffix in ("jsonl", "parquet")
     )
 
 
 def print_summary(args: argparse.Namespace, summary: dict[str, Any], out: Path) -> None:
     """Print the run's results and files as the single-machine command does."""
-    tables = {
-        f"gpusimhash dedup: {' '.join(args.input)} on Dask": summary["results"],
-        "beyond one machine": {
-            k: v for k, v in summary["distributed"].items() if not isinstance(v, list)
-        },
-        f"written to {out}/": summary["files"],
+    tables = {f"gpusimhash dedup: {' '.join(args.input)} on Dask": summary["results"]}
+    if summary.get("ground_truth"):
+        tables["against the ground truth"] = summary["ground_truth"]
+    tables["beyond one machine"] = {
+        k: v for k, v in summary["distributed"].items() if not isinstance(v, list)
     }
+    tables[f"written to {out}/"] = summary["files"]
     options.emit(args, summary, tables)
     if summary["results"]["removed_below_threshold"] and args.cluster == "components":
         print(

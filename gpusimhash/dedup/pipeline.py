@@ -663,7 +663,7 @@ def run(
         with timer.stage("report", unit="pair"):
             files["report.md"] = "the report, with plots (PNG)"
             _finish_summary(summary, timer, start, n)
-            data = report.sampled_cosines(sample, texts, first.codes, settings.featurizer, ids)
+            data = report.sampled_cosines(sample, texts, settings.featurizer, ids)
             report.write_report(
                 out_dir, summary, **data, cluster_sizes=clusters.sizes[clusters.sizes > 1]
             )
@@ -868,29 +868,44 @@ class _Annotation:
         """Return the batch's records with the three fields added (``ids``: of clustered rows)."""
         out = []
         for k, row in enumerate(batch.rows.tolist()):
-            record = batch.record(k)
-            clash = _ANNOTATIONS & record.keys()
-            if clash:
-                raise InputError(
-                    f"{self.source}, document {row}: the record has a field "
-                    f"{min(clash)!r}, which annotating would overwrite"
-                )
-            number = int(self.numbers[row])
             duplicate_of = similarity = None
             if self.removed[row]:
                 kept = int(self.kept_for[row])
                 duplicate_of = self.kept_ids[kept] if kept in self.kept_ids else ids[kept]
-                value = float(self.similarity[row])
-                similarity = value if np.isfinite(value) else None
+                similarity = float(self.similarity[row])
+            number = int(self.numbers[row])
             out.append(
-                {
-                    **record,
-                    "cluster": number if number >= 0 else None,
-                    "duplicate_of": duplicate_of,
-                    "similarity": similarity,
-                }
+                _annotated(batch.record(k), self.source, row, number, duplicate_of, similarity)
             )
         return out
+
+
+def _annotated(
+    record: dict[str, Any],
+    source: str,
+    row: int,
+    number: int,
+    duplicate_of: Any,
+    similarity: float | None,
+) -> dict[str, Any]:
+    """Return a record with ``cluster``, ``duplicate_of`` and ``similarity`` added.
+
+    ``number`` is -1 outside clusters; ``duplicate_of`` and ``similarity`` are None for a kept
+    document (a similarity that is not finite becomes None). Raises InputError naming the
+    source and row if the record has one of those fields already.
+    """
+    clash = _ANNOTATIONS & record.keys()
+    if clash:
+        raise InputError(
+            f"{source}, document {row}: the record has a field {min(clash)!r}, which "
+            "annotating would overwrite"
+        )
+    return {
+        **record,
+        "cluster": number if number >= 0 else None,
+        "duplicate_of": duplicate_of,
+        "similarity": similarity if similarity is not None and np.isfinite(similarity) else None,
+    }
 
 
 def _cluster_numbers(clusters: _Clusters) -> np.ndarray:

@@ -16,8 +16,9 @@ rows named, then computes true cosines (`sampled_cosines`) and writes (`write_re
 
 from __future__ import annotations
 
+import functools
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,7 +35,15 @@ from gpusimhash.io._atomic import atomic_path
 from gpusimhash.search._join import DuplicateGroups
 from gpusimhash.text import TextFeaturizer
 
-__all__ = ["PLOTS", "ClusterView", "sample_pairs", "sampled_cosines", "write_report"]
+__all__ = [
+    "PLOTS",
+    "ClusterView",
+    "draw_sample",
+    "neighbours",
+    "sample_pairs",
+    "sampled_cosines",
+    "write_report",
+]
 
 _LOGGER = logging.getLogger(__name__)
 # near-duplicate pairs, pairs just beyond the radius and random pairs sampled, at most (each)
@@ -78,17 +87,47 @@ def reach(bits: int, radius: int) -> int:
     return min(bits, radius + max(4, radius // 4))
 
 
-def _neighbourhood(codes: np.ndarray, queries: np.ndarray, limit: int) -> tuple[np.ndarray, ...]:
-    """Every (query, row, distance) with distance <= limit, the query's own row left out."""
+def neighbours(
+    codes: np.ndarray, query_codes: np.ndarray, limit: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every (query, row, distance) with distance <= limit, `CODES_PER_SCAN` codes at a time.
+
+    Parameters
+    ----------
+    codes : ndarray, shape (n, bits // 8), dtype uint8
+        The codes searched.
+    query_codes : ndarray, shape (q, bits // 8), dtype uint8
+        The queries.
+    limit : int
+        The largest distance.
+
+    Returns
+    -------
+    query, row, distance : ndarray, dtype int64
+        Query positions and rows of ``codes``: by scan, then query, then row.
+
+    Examples
+    --------
+    >>> codes = np.array([[0], [1], [3], [255]], dtype=np.uint8)
+    >>> [a.tolist() for a in neighbours(codes, codes[[0]], 1)]
+    [[0, 0], [0, 1], [0, 1]]
+    """
     bits = codes.shape[1] * 8
-    found: list[tuple[np.ndarray, ...]] = []
+    found: list[tuple[np.ndarray, ...]] = [(np.zeros(0, np.int64),) * 3]
     for start in range(0, codes.shape[0], CODES_PER_SCAN):
         flat = faiss.IndexBinaryFlat(bits)
         flat.add(np.ascontiguousarray(codes[start : start + CODES_PER_SCAN]))
-        lims, distances, rows = flat.range_search(codes[queries], limit + 1)  # FAISS: d < limit
-        query = queries[_segments.segment_of(np.diff(lims.astype(np.int64)))]
+        lims, distances, rows = flat.range_search(query_codes, limit + 1)  # FAISS: d < limit
+        query = _segments.segment_of(np.diff(lims.astype(np.int64)))
         found.append((query, rows.astype(np.int64) + start, distances.astype(np.int64)))
     query, rows, distances = (np.concatenate(parts) for parts in zip(*found, strict=True))
+    return query.astype(np.int64), rows, distances
+
+
+def _neighbourhood(codes: np.ndarray, queries: np.ndarray, limit: int) -> tuple[np.ndarray, ...]:
+    """Every (query, row, distance) with distance <= limit, the query's own row left out."""
+    at, rows, distances = neighbours(codes, codes[queries], limit)
+    query = queries[at]
     other = query != rows
     return query[other], rows[other], distances[other]
 
@@ -145,9 +184,10 @@ def sample_pairs(
     dict
         ``pairs`` (int64, (m, 2)) and ``kind`` (``"found"``, ``"beyond"`` or ``"random"`` per
         pair); ``rows`` (every document whose text the report needs, sorted);
-        ``found_distances`` (of every pair found) and ``random_distances``;
-        ``neighbourhood`` (distances from sampled documents to all documents up to `reach`),
-        ``radius``, ``reach`` and ``sampled_documents``; ``examples`` (the largest clusters).
+        ``found_distances`` (of every pair found) and ``random_distances``; ``estimated``
+        (the pairs' estimated cosines); ``neighbourhood`` (distances from sampled documents
+        to all documents up to `reach`), ``radius``, ``reach`` and ``sampled_documents``;
+        ``examples`` (the largest clusters).
 
     Examples
     --------
@@ -157,16 +197,74 @@ def sample_pairs(
     >>> sample["found_distances"].tolist(), sample["reach"], sample["neighbourhood"].tolist()
     ([0], 4, [0, 1, 0, 1, 1, 1])
     """
-    rng = np.random.default_rng(seed)
-    n, bits = codes.shape[0], codes.shape[1] * 8
-    radius = int(groups.max_distance)
     found, found_distances = _found_pairs(groups, codes)
+    return draw_sample(
+        found,
+        found_distances,
+        _examples(clusters, codes) if clusters is not None else [],
+        n=codes.shape[0],
+        bits=codes.shape[1] * 8,
+        radius=int(groups.max_distance),
+        seed=seed,
+        codes_of=codes.__getitem__,
+        neighbourhood=functools.partial(_neighbourhood, codes),
+    )
+
+
+def draw_sample(
+    found: np.ndarray,
+    found_distances: np.ndarray,
+    examples: list[dict[str, Any]],
+    *,
+    n: int,
+    bits: int,
+    radius: int,
+    seed: int,
+    codes_of: Callable[[np.ndarray], np.ndarray],
+    neighbourhood: Callable[[np.ndarray, int], tuple[np.ndarray, ...]],
+) -> dict[str, Any]:
+    """Draw the sample of `sample_pairs` wherever the codes live.
+
+    Parameters
+    ----------
+    found : ndarray, shape (m, 2), dtype int64
+        One document pair per pair of distinct units found, then one per repeated unit.
+    found_distances : ndarray
+        Their Hamming distances.
+    examples : list of dict
+        The largest clusters.
+    n, bits, radius, seed
+        Documents, code length, the candidate radius and the sampling's seed.
+    codes_of : callable
+        ``codes_of(rows)``: the codes of some rows (int64 array).
+    neighbourhood : callable
+        ``neighbourhood(queries, limit)``: (query, row, distance) of every pair of a query
+        row and another row at most ``limit`` apart, by scan of `CODES_PER_SCAN` rows, then
+        query, then row.
+
+    Returns
+    -------
+    dict
+        As `sample_pairs`.
+
+    Examples
+    --------
+    >>> codes = np.array([[0], [0], [1], [255]], dtype=np.uint8)
+    >>> sample = draw_sample(np.array([[0, 1]]), np.array([0]), [], n=4, bits=8, radius=0,
+    ...     seed=0, codes_of=codes.__getitem__,
+    ...     neighbourhood=lambda q, limit: _neighbourhood(codes, q, limit))
+    >>> sample["found_distances"].tolist(), sample["neighbourhood"].tolist()
+    ([0], [0, 1, 0, 1, 1, 1])
+    """
+    rng = np.random.default_rng(seed)
     if len(found) > SAMPLED_PAIRS:
         found = found[rng.choice(len(found), SAMPLED_PAIRS, replace=False)]
     random = rng.integers(0, n, size=(SAMPLED_PAIRS if n > 1 else 0, 2))
     random = random[random[:, 0] != random[:, 1]]
     random_distances = (
-        hamming(codes[random[:, 0]], codes[random[:, 1]]) if len(random) else np.zeros(0, np.int32)
+        hamming(codes_of(random[:, 0]), codes_of(random[:, 1]))
+        if len(random)
+        else np.zeros(0, np.int32)
     )
     limit = reach(bits, radius)
     queries = np.sort(
@@ -176,9 +274,7 @@ def sample_pairs(
             replace=False,
         )
     )
-    query, row, distance = (
-        _neighbourhood(codes, queries, limit) if n else (np.zeros(0, np.int64),) * 3
-    )
+    query, row, distance = neighbourhood(queries, limit) if n else (np.zeros(0, np.int64),) * 3
     _LOGGER.info(
         "report: neighbours of %d sampled documents up to distance %d: %d",
         queries.size,
@@ -191,7 +287,6 @@ def sample_pairs(
     beyond = np.stack([query[beyond_at], row[beyond_at]], axis=1)
     pairs = np.concatenate([found, beyond, random]).astype(np.int64).reshape(-1, 2)
     kind = np.repeat(["found", "beyond", "random"], [len(found), len(beyond), len(random)])
-    examples = _examples(clusters, codes) if clusters is not None else []
     shown = [r for e in examples for r in (e["kept"], *e["members"])]
     return {
         "pairs": pairs,
@@ -199,6 +294,11 @@ def sample_pairs(
         "rows": np.unique(np.concatenate([pairs.ravel(), np.array(shown, np.int64)])),
         "found_distances": np.asarray(found_distances),
         "random_distances": np.asarray(random_distances),
+        "estimated": (
+            estimate_cosine(codes_of(pairs[:, 0]), codes_of(pairs[:, 1]))
+            if len(pairs)
+            else np.zeros(0)
+        ),
         "neighbourhood": distance,
         "radius": radius,
         "reach": limit,
@@ -228,7 +328,6 @@ def _found_pairs(groups: DuplicateGroups, codes: np.ndarray) -> tuple[np.ndarray
 def sampled_cosines(
     sample: dict[str, Any],
     texts: dict[int, str],
-    codes: np.ndarray,
     featurizer: TextFeaturizer,
     ids: Mapping[int, Any] | None = None,
 ) -> dict[str, Any]:
@@ -240,8 +339,6 @@ def sampled_cosines(
         From `sample_pairs`.
     texts : dict
         The text of every row in ``sample["rows"]``.
-    codes : ndarray, shape (n, bits // 8), dtype uint8
-        Every document's code.
     featurizer : TextFeaturizer
         The featurizer of the codes.
     ids : mapping of int to id, optional
@@ -254,7 +351,6 @@ def sampled_cosines(
     """
     a, b = sample["pairs"][:, 0], sample["pairs"][:, 1]
     true = true_cosines(featurizer, [texts[r] for r in a], [texts[r] for r in b])
-    estimated = estimate_cosine(codes[a], codes[b]) if a.size else np.zeros(0)
     examples = [
         {
             **example,
@@ -268,7 +364,7 @@ def sampled_cosines(
     return {
         "found_distances": sample["found_distances"],
         "random_distances": sample["random_distances"],
-        "estimated": estimated,
+        "estimated": sample["estimated"],
         "true": true,
         "sampled_found": sample["kind"] == "found",
         "sampled_beyond": sample["kind"] == "beyond",

@@ -13,6 +13,8 @@ time and writes its kept records to one output part: it needs only the file's `P
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import itertools
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +23,9 @@ from typing import Any
 import numpy as np
 
 from gpusimhash.codes import code_words
+from gpusimhash.dedup.pipeline import _annotated, _labels, _record_value
+from gpusimhash.dedup.report import neighbours
+from gpusimhash.evaluation import removal_counts
 from gpusimhash.features import FeatureBatch
 from gpusimhash.fingerprinting import FingerprintSettings, resolve_device
 from gpusimhash.io.readers import (
@@ -31,17 +36,24 @@ from gpusimhash.io.readers import (
     read_batches,
 )
 from gpusimhash.io.writers import RecordWriter
-from gpusimhash.search.verify import DocumentFeatures, fingerprint_batch
+from gpusimhash.search.verify import DocumentFeatures, _feature_hashes, fingerprint_batch
 
 __all__ = [
+    "Annotations",
+    "Extras",
     "Part",
     "PartFile",
     "ReadOptions",
     "collapse_pieces",
     "fingerprint_part",
+    "label_task",
     "part_file",
+    "read_ids",
+    "search_neighbours",
     "take_codes",
     "take_documents",
+    "take_hashes",
+    "truth_counts",
     "write_part",
 ]
 
@@ -257,6 +269,23 @@ def take_codes(part: Part, rows: np.ndarray, offset: int) -> np.ndarray:
     return codes
 
 
+def take_hashes(part: Part, rows: np.ndarray, offset: int) -> np.ndarray:
+    """Return the feature hashes of some documents of a partition (global rows).
+
+    Documents with identical features have equal hashes (`gpusimhash.search.verify`'s
+    units), uint64.
+    """
+    return _feature_hashes(part.features.take(rows - offset))
+
+
+def search_neighbours(
+    part: Part, query_codes: np.ndarray, limit: int, offset: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every (query, global row, distance) of a partition's codes within ``limit`` of a query."""
+    query, rows, distances = neighbours(part.codes, query_codes, limit)
+    return query, rows + offset, distances
+
+
 def take_documents(
     part: Part, rows: np.ndarray, offset: int
 ) -> tuple[DocumentFeatures, np.ndarray, np.ndarray | None]:
@@ -284,6 +313,69 @@ def take_documents(
     return part.features.take(local), part.lengths[local], scores
 
 
+@dataclass(frozen=True)
+class Annotations:
+    """What annotating adds to the clustered documents of one partition.
+
+    Attributes
+    ----------
+    rows : ndarray, dtype int64
+        Ascending global rows of the partition's documents in clusters of two or more.
+    numbers : ndarray, dtype int64
+        The cluster number of each (its record's number in the duplicates file).
+    duplicate_of : list
+        The id of the document kept for each, None for a kept one.
+    similarity : list of float or None
+        Its similarity to that document, None for a kept one.
+    """
+
+    rows: np.ndarray
+    numbers: np.ndarray
+    duplicate_of: list[Any]
+    similarity: list[float | None]
+
+    def records(
+        self, batch: DocumentBatch, plain: bool, offset: int, source: str
+    ) -> list[dict[str, Any]]:
+        """Return every record of a batch, annotated as on one machine."""
+        rows = batch.rows + offset
+        at = np.searchsorted(self.rows, rows)
+        hit = at < self.rows.size
+        hit[hit] = self.rows[at[hit]] == rows[hit]
+        numbers = np.full(rows.size, -1, np.int64)
+        numbers[hit] = self.numbers[at[hit]]
+        out = []
+        for k, (row, j, inside, number) in enumerate(
+            zip(rows.tolist(), at.tolist(), hit.tolist(), numbers.tolist(), strict=True)
+        ):
+            of, similarity = (self.duplicate_of[j], self.similarity[j]) if inside else (None, None)
+            record = _record(batch, k, plain, offset)
+            out.append(_annotated(record, source, row, number, of, similarity))
+        return out
+
+
+@dataclass(frozen=True)
+class Extras:
+    """What writing a partition also does, besides its kept records (all optional).
+
+    Attributes
+    ----------
+    annotations : Annotations, optional
+        Write every record, annotated, instead of the kept ones.
+    texts_of : ndarray, dtype int64
+        Ascending global rows whose texts are returned.
+    truth_field : str, optional
+        Field of ground-truth labels: count each label's documents and kept documents.
+    truth_tasks : int
+        The label counts are split over this many tasks, by a hash of the label.
+    """
+
+    annotations: Annotations | None = None
+    texts_of: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.int64))
+    truth_field: str | None = None
+    truth_tasks: int = 1
+
+
 def write_part(
     part: PartFile,
     read: ReadOptions,
@@ -292,7 +384,8 @@ def write_part(
     wanted: np.ndarray,
     out_path: Path,
     output_format: str,
-) -> tuple[int, list[Any]]:
+    extras: Extras | None = None,
+) -> tuple[int, list[Any], dict[int, str], list[tuple[list[Any], np.ndarray, np.ndarray]]]:
     """Write the kept records of a partition to one output part; return ids of some rows.
 
     Parameters
@@ -311,45 +404,134 @@ def write_part(
         The output part.
     output_format : {"jsonl", "parquet"}
         Its format.
+    extras : Extras, optional
+        Annotate every record instead, collect texts, count ground-truth labels.
 
     Returns
     -------
-    kept : int
+    written : int
         Records written.
     ids : list
         The ids of the `wanted` rows, in order. Without an id field, a document's id is its
         global row (and a plain-text record's ``"id"`` too), as for one file of every
         partition in order.
+    texts : dict
+        The text of each row of ``extras.texts_of``.
+    truth : list of (labels, documents, kept)
+        With a truth field, for each of ``extras.truth_tasks`` tasks: its labels, each one's
+        documents and kept documents (int64).
 
     Raises
     ------
     InputError
-        The file changed since it was fingerprinted.
+        The file changed since it was fingerprinted, a record has a field annotating would
+        overwrite, or no valid truth label.
     """
+    extras = Extras() if extras is None else extras
     keep = np.ones(part.n_docs, dtype=bool)
     keep[removed - offset] = False
     want = np.zeros(part.n_docs, dtype=bool)
     want[wanted - offset] = True
+    text_wanted = np.zeros(part.n_docs, dtype=bool)
+    text_wanted[extras.texts_of - offset] = True
     ids: list[Any] = []
+    texts: dict[int, str] = {}
+    table: dict[Any, int] = {}  # each truth label's number
+    labels = []
     rows_read = 0
     plain = (read.format or detect_format(part.path)) == "text"
+    source = str(part.path)
     with RecordWriter(out_path, output_format) as writer:
         for batch in read.batches(part.path, records=True):
             rows = batch.rows
             rows_read += len(batch)
             if rows_read > part.n_docs:
                 break
-            writer.write(
-                [_record(batch, int(k), plain, offset) for k in np.flatnonzero(keep[rows])]
-            )
+            if extras.annotations is None:
+                writer.write(
+                    [_record(batch, int(k), plain, offset) for k in np.flatnonzero(keep[rows])]
+                )
+            else:
+                writer.write(extras.annotations.records(batch, plain, offset, source))
             ids.extend(_id(batch, int(k), read, offset) for k in np.flatnonzero(want[rows]))
+            for k in np.flatnonzero(text_wanted[rows]).tolist():
+                texts[int(rows[k]) + offset] = batch.texts[k]
+            if extras.truth_field is not None:
+                labels.append(_truth_labels(batch, offset, extras.truth_field, table, source))
         count = writer.count
     if rows_read != part.n_docs:
         raise InputError(
             f"{part.path}: changed while it was read ({part.n_docs} documents, then {rows_read})"
         )
     part.state.check(part.path)
-    return int(count), ids
+    truth = []
+    if extras.truth_field is not None:
+        label = np.concatenate([np.zeros(0, np.int64), *labels])
+        truth = _split_labels(list(table), label, keep, extras.truth_tasks)
+    return int(count), ids, texts, truth
+
+
+def read_ids(part: PartFile, read: ReadOptions, offset: int, rows: np.ndarray) -> list[Any]:
+    """Return the ids of some documents of a partition (ascending global rows), in order."""
+    want = np.zeros(part.n_docs, dtype=bool)
+    want[rows - offset] = True
+    ids: list[Any] = []
+    for batch in read.batches(part.path, records=False):
+        ids.extend(_id(batch, int(k), read, offset) for k in np.flatnonzero(want[batch.rows]))
+    return ids
+
+
+def _truth_labels(
+    batch: DocumentBatch, offset: int, field_name: str, table: dict[Any, int], source: str
+) -> np.ndarray:
+    """Return a batch's truth labels numbered as on one machine (errors name global rows)."""
+    shifted = dataclasses.replace(batch, rows=batch.rows + offset)
+    values = [_record_value(source, shifted, k, field_name) for k in range(len(batch))]
+    return _labels(values, table, source)
+
+
+def _split_labels(
+    values: list[Any], label: np.ndarray, keep: np.ndarray, n_tasks: int
+) -> list[tuple[list[Any], np.ndarray, np.ndarray]]:
+    """Count each label's documents and kept ones; split the labels by `label_task`."""
+    documents = np.bincount(label, minlength=len(values)).astype(np.int64)
+    kept = np.bincount(label[keep], minlength=len(values)).astype(np.int64)
+    task = np.array([label_task(v, n_tasks) for v in values], dtype=np.int64)
+    return [
+        ([values[k] for k in at.tolist()], documents[at], kept[at])
+        for at in (np.flatnonzero(task == t) for t in range(n_tasks))
+    ]
+
+
+def label_task(value: Any, n_tasks: int) -> int:
+    """Return the task of a truth label: equal labels (``1 == 1.0``) go to the same one.
+
+    Strings and bytes are hashed with BLAKE2b, not Python's per-process salted hash.
+
+    Examples
+    --------
+    >>> label_task("spam", 7) == label_task("spam", 7), label_task(1, 7) == label_task(1.0, 7)
+    (True, True)
+    """
+    if isinstance(value, str):
+        value = value.encode("utf-8", "surrogatepass")
+    if isinstance(value, bytes):
+        return int.from_bytes(hashlib.blake2b(value, digest_size=8).digest(), "little") % n_tasks
+    if value is None:
+        return 0
+    return hash(value) % n_tasks  # numbers: the same hash in every process
+
+
+def truth_counts(*pieces: tuple[list[Any], np.ndarray, np.ndarray]) -> dict[str, int]:
+    """Sum one task's label counts over partitions; return `removal_counts` of its labels."""
+    totals: dict[Any, list[int]] = {}
+    for values, documents, kept in pieces:
+        for value, n, k in zip(values, documents.tolist(), kept.tolist(), strict=True):
+            total = totals.setdefault(value, [0, 0])
+            total[0] += n
+            total[1] += k
+    counts = np.array(list(totals.values()), dtype=np.int64).reshape(-1, 2)
+    return removal_counts(counts[:, 0], counts[:, 1])
 
 
 def _id(batch: DocumentBatch, k: int, read: ReadOptions, offset: int) -> Any:

@@ -143,7 +143,7 @@ def test_examples_show_the_largest_clusters_least_similar_members_first():
         expected = [int(hamming(codes[r], codes[example["kept"]])[0]) for r in example["members"]]
         assert example["distances"] == expected
     assert set(range(9)) <= set(sample["rows"].tolist())  # their texts are collected
-    data = report_module.sampled_cosines(sample, dict(enumerate(texts)), codes, TextFeaturizer())
+    data = report_module.sampled_cosines(sample, dict(enumerate(texts)), TextFeaturizer())
     assert data["examples"][0]["kept_text"] == texts[0]
     assert data["examples"][0]["member_texts"] == [texts[3], texts[2], texts[1]]
 
