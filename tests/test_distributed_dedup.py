@@ -438,3 +438,24 @@ def test_command_line_annotates_scores_and_reports_on_a_cluster(corpus, cluster,
     assert {"annotated/", "report.md"} <= set(
         json.loads((spread / "summary.json").read_text())["files"]
     )
+
+
+@pytest.mark.parametrize("copies", [1, 2])  # no near-duplicate at all, then many
+def test_plain_text_partitions_annotated_and_reported(cluster, tmp_path, copies):
+    lines = [" ".join(f"w{k}x{j}" for j in range(6)) for k in range(300)] * copies
+    (tmp_path / "a.txt").write_text("\n".join(lines[:250]) + "\n")
+    (tmp_path / "b.txt").write_text("")  # an empty partition
+    (tmp_path / "c.txt").write_text("\n".join(lines[250:]) + "\n")
+    (tmp_path / "all.txt").write_text("\n".join(lines) + "\n")
+    options = {"bits": 128, "max_distance": 8, "annotate": True, "report": True}
+    single = dedup_file(tmp_path / "all.txt", tmp_path / "one", **options)
+    parts = [tmp_path / name for name in ("a.txt", "b.txt", "c.txt")]
+    with _two_workers(cluster) as client:
+        dedup(parts, tmp_path / "dist", client=client, **options)
+    annotated = _annotated_parts(tmp_path / "dist", "jsonl")
+    assert annotated == (tmp_path / "one" / "annotated.jsonl").read_text()
+    assert annotated.count('"duplicate_of": null') == len(lines) - int((~single.kept).sum())
+    assert (~single.kept).any() == (copies > 1)
+    assert _sections((tmp_path / "dist" / "report.md").read_text()) == _sections(
+        (tmp_path / "one" / "report.md").read_text()
+    )

@@ -436,7 +436,8 @@ class _Run:
             client.submit(partitions.take_codes, self.parts[d], rows, int(self.offsets[d]))
             for d, rows in wanted_by.items()
         ]
-        sample = self._sample(clustered, clusters, codes) if options.report else None
+        code_of = self._codes(codes) if options.report else None  # the sample needs them now
+        sample = None if code_of is None else self._sample(clustered, clusters, code_of)
         texts_by = dict(self._by_partition(empty if sample is None else sample["rows"]))
         annotations = self._annotations(clustered, wanted_by) if options.annotate else {}
         truth_tasks = max(1, min(len(self.paths), 2 * self.n_workers))
@@ -460,7 +461,8 @@ class _Run:
             )
             for d, file in enumerate(self.files)
         ]
-        report = _report_columns(clustered, clusters, self._codes(codes))
+        code_of = self._codes(codes) if code_of is None else code_of
+        report = _report_columns(clustered, clusters, code_of)
         done = client.gather([client.submit(_written, w) for w in written])
         self.ground_truth = (
             None if options.truth_field is None else self._ground_truth(written, truth_tasks)
@@ -526,23 +528,25 @@ class _Run:
         of = [kept_ids[row] if r else None for row, r in zip(kept, removed, strict=True)]
         similarity = clustered.similarity.tolist()
         to_kept = [value if r else None for value, r in zip(similarity, removed, strict=True)]
-        bounds = np.cumsum([0, *(rows.size for rows in wanted_by.values())]).tolist()
+        # every partition's, a partition without clustered documents too
+        empty = np.zeros(0, np.int64)
+        rows = [wanted_by.get(d, empty) for d in range(len(self.paths))]
+        bounds = np.cumsum([0, *(r.size for r in rows)]).tolist()
         return {
-            d: partitions.Annotations(rows, clustered.number[lo:hi], of[lo:hi], to_kept[lo:hi])
-            for (d, rows), lo, hi in zip(wanted_by.items(), bounds, bounds[1:], strict=False)
+            d: partitions.Annotations(rows[d], clustered.number[lo:hi], of[lo:hi], to_kept[lo:hi])
+            for d, (lo, hi) in enumerate(itertools.pairwise(bounds))
         }
 
     # ------------------------------------------------------------ report
 
     def _sample(
-        self, clustered: _Clustered, clusters: list[np.ndarray], codes: list[Any]
+        self, clustered: _Clustered, clusters: list[np.ndarray], code_of: np.ndarray
     ) -> dict[str, Any]:
         """Draw the report's sample as the single machine does, codes fetched where they are.
 
-        ``codes``: futures of the clustered documents' codes, partition by partition.
+        ``code_of`` holds the codes of the clustered documents, by position.
         """
         client = self.client
-        code_of = self._codes(codes)
         hashes = np.concatenate(
             [
                 np.zeros(0, np.uint64),
@@ -837,11 +841,12 @@ def _found_pairs(
     their 64-bit hashes here (the single machine also compares them entry by entry).
     """
     m = clustered.rows.size
+    if not m:
+        return np.zeros((0, 2), np.int64), np.zeros(0, np.int64)
     key = np.column_stack([clustered.kept.astype(np.uint64), hashes, code_words(code_of)])
-    _, unit = np.unique(key.reshape(m, -1), axis=0, return_inverse=True)
-    unit = unit.reshape(-1)
+    unit = np.unique(key, axis=0, return_inverse=True)[1].reshape(-1)
     order = np.lexsort((np.arange(m), unit))
-    starts = np.flatnonzero(np.r_[True, unit[order][1:] != unit[order][:-1]]) if m else order
+    starts = np.flatnonzero(np.r_[True, unit[order][1:] != unit[order][:-1]])
     sizes = np.diff(np.r_[starts, m])
     lowest = np.empty(m, np.int64)
     lowest[order] = np.repeat(order[starts], sizes)
