@@ -459,3 +459,17 @@ def test_plain_text_partitions_annotated_and_reported(cluster, tmp_path, copies)
     assert _sections((tmp_path / "dist" / "report.md").read_text()) == _sections(
         (tmp_path / "one" / "report.md").read_text()
     )
+
+
+def test_bad_annotated_or_labelled_records_name_partition_and_row(cluster, tmp_path):
+    """A field annotating would overwrite, a missing label: the partition and the global row."""
+    _write(RECORDS[:10], tmp_path / "a.jsonl")
+    bad = [dict(r) for r in RECORDS[10:20]]
+    bad[3]["cluster"] = 1
+    del bad[5]["group"]
+    _write(bad, tmp_path / "b.jsonl")
+    with _two_workers(cluster) as client:
+        with pytest.raises(InputError, match=r"b\.jsonl, document 13: the record has a field 'c"):
+            dedup(tmp_path, tmp_path / "out", client=client, id_field="id", annotate=True)
+        with pytest.raises(InputError, match=r"b\.jsonl, document 15: no field 'group'"):
+            dedup(tmp_path, tmp_path / "out", client=client, truth_field="group")
