@@ -16,8 +16,12 @@ Stages (task keys ``gpusimhash-<stage>-<run>-...``):
    task per group runs the single-machine clustering on them: candidates verified lazily
    inside the star loop (`gpusimhash.distributed._groups`). Only (row, kept row, similarity)
    of the removed documents come back.
-5. ``write``: each partition writes its kept records to its own output part; the driver writes
-   the duplicates report from the ids and codes of the clustered documents only.
+5. ``write``: each partition writes its kept records (or every record, annotated) to its own
+   output part; the driver writes the duplicates report from the ids and codes of the
+   clustered documents only. With a truth field, the write tasks count each label's documents
+   and kept ones, and tasks split by label sum them. With ``report``, the sample is drawn
+   first from the clustered documents' codes and feature hashes (its neighbourhood searched
+   on the partitions), and the write tasks collect the sampled documents' texts.
 """
 
 from __future__ import annotations
@@ -61,9 +65,9 @@ class DistributedResult:
     Attributes
     ----------
     summary : dict
-        As the single-machine summary (``settings``, ``results``, ``cluster_sizes``,
-        ``timings_s``, ``files``), plus ``distributed``: workers, partitions, tables and the
-        bytes each shuffle moved.
+        As the single-machine summary (``settings``, ``results``, ``ground_truth``,
+        ``cluster_sizes``, ``timings_s``, ``files``), plus ``distributed``: workers,
+        partitions, tables and the bytes each shuffle moved.
     removed : ndarray, dtype int64
         Global rows of the removed documents, ascending.
     kept_for : ndarray, dtype int64
@@ -102,14 +106,18 @@ def dedup(
         has one, else they are global rows (as on one machine).
     out_dir : str or Path
         Output folder: ``kept/part-NNNNN.<fmt>`` (one part per partition, its kept records in
-        input order), ``duplicates.<fmt>`` and ``summary.json``.
+        input order; with ``annotate``, ``annotated/part-NNNNN.<fmt>``: every record, with the
+        single machine's ``cluster``, ``duplicate_of`` and ``similarity``),
+        ``duplicates.<fmt>``, ``summary.json`` and, with ``report``, ``report.md`` and its
+        plots.
     client : dask.distributed.Client, optional
         The cluster; default: the current client (``distributed.get_client()``).
     bits, seed, featurizer
         How to fingerprint (a tf-idf featurizer must be fitted beforehand).
     **options
-        The fields of `gpusimhash.dedup.pipeline.DedupOptions`, except ``truth_field``,
-        ``recall`` (the join is exact), ``report`` and ``annotate``.
+        The fields of `gpusimhash.dedup.pipeline.DedupOptions`, except ``recall`` (the join
+        is exact), ``against`` and ``pairs``. ``truth_field`` adds the single machine's
+        removal scores (not its pair scores); ``report`` needs verification.
 
     Returns
     -------
@@ -118,7 +126,9 @@ def dedup(
     Raises
     ------
     InputError
-        A problem with an input file (names file, line and field), as on one machine.
+        A problem with an input file (names file, line and field), as on one machine; with
+        ``annotate``, a record with a field annotating would overwrite, with ``truth_field``,
+        a record without a scalar label (names file and global row).
     ValueError
         A bad or unsupported option, an unfitted tf-idf featurizer, or no client.
 
