@@ -9,13 +9,16 @@ Stages (task keys ``gpusimhash-<stage>-<run>-...``):
 3. ``table``: for each of the ``r + 1`` pigeonhole tables, (row, code) of every distinct code,
    24 bytes at 128 bits, shuffled by the table's key; each task joins its buckets and keeps
    the pairs of distinct codes no earlier table found (`gpusimhash.distributed._tables`).
-4. ``cluster``: the driver gathers those pairs (16 bytes each) and (row, code) of the
-   documents of codes of two or more documents (16 bytes each), labels the connected
-   components of the candidate graph, deals them to groups and names each group's documents;
-   each partition takes the features, lengths and scores of its share of a group, and one
-   task per group runs the single-machine clustering on them: candidates verified lazily
-   inside the star loop (`gpusimhash.distributed._groups`). Only (row, kept row, similarity)
-   of the removed documents come back.
+4. ``cluster``: the components of the candidate graph of distinct codes are labelled on the
+   workers by large-star / small-star label propagation over node shards
+   (`gpusimhash.distributed._components`: each component named by its lowest code, the same
+   for any partitioning); each shard names its documents in components and labels its pairs,
+   the work of each component is summed where its label lives, and components are dealt to
+   groups (the heavy ones one by one, the rest by a hash of the label); each partition takes
+   the features, lengths and scores of its share of a group, and one task per group runs the
+   single-machine clustering on them: candidates verified lazily inside the star loop
+   (`gpusimhash.distributed._groups`). The driver sees a few numbers per shard and the heavy
+   components; only (row, kept row, similarity) of the removed documents come back.
 5. ``write``: each partition writes its kept records to its own output part; the driver writes
    the duplicates report from the ids and codes of the clustered documents only.
 """
@@ -37,6 +40,7 @@ import numpy as np
 
 from gpusimhash.codes import hamming
 from gpusimhash.dedup.pipeline import DedupOptions, _has_id_field
+from gpusimhash.distributed import _components as components
 from gpusimhash.distributed import _groups as groups
 from gpusimhash.distributed import _partitions as partitions
 from gpusimhash.distributed import _tables as tables
@@ -49,6 +53,7 @@ __all__ = ["DistributedResult", "dedup"]
 
 _TASK_DOCUMENTS = 500_000  # documents per collapse or join task at least, beyond two per worker
 _GROUPS_PER_WORKER = 2  # clustering tasks per worker
+_MAX_ROUNDS = 256  # label propagation needs O(log^2 n) rounds: more means a bug
 _UNSUPPORTED = {
     "truth_field": None,
     "recall": None,
@@ -265,6 +270,7 @@ class _Run:
         # tasks per shuffle: two per worker, more for a big corpus, never more than partitions
         wanted = max(2 * self.n_workers, -(-int(self.offsets[-1]) // _TASK_DOCUMENTS))
         n_tasks = max(1, min(n_parts, wanted))
+        self.n_tasks = n_tasks
         n_words = -(-bits // 64)
         split = [
             client.submit(
@@ -329,55 +335,104 @@ class _Run:
     def _cluster(
         self, stats: dict[str, Any]
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[np.ndarray]]:
-        """Cluster each group of components of the candidate graph on a worker."""
-        client, options = self.client, self.options
-        pairs = np.concatenate([np.zeros((0, 2), np.int64), *client.gather(self.candidates)])
-        # (row, code) of every document of a code of several documents
-        members = [np.zeros((0, 2), np.int64)]
-        members += client.gather(self.members)
+        """Label the components on the workers, deal them to groups, cluster each group."""
+        client, options, n_shards = self.client, self.options, self.n_tasks
+        labels = self._label_components(stats)
+        pairs = self._shuffled(self.candidates, 0, "pairs")
+        members = self._shuffled(self.members, 1, "members")
+        documents, labelled, work = [], [], []
+        for j in range(n_shards):
+            documents.append(client.submit(groups.shard_documents, labels[j], members[j]))
+            labelled.append(client.submit(groups.shard_pairs, labels[j], pairs[j]))
+            work.append(client.submit(groups.work_pieces, documents[j], labelled[j], n_shards))
+        work = [
+            client.submit(
+                groups.component_work,
+                [client.submit(_piece, w, j) for w in work],
+                key=self.key("component-work", j),
+            )
+            for j in range(n_shards)
+        ]
+        totals = np.array(
+            client.gather(
+                [client.submit(_totals, w, p) for w, p in zip(work, labelled, strict=True)]
+            ),
+            dtype=np.int64,
+        ).reshape(-1, 3)
+        # the featureless documents share one code of their own: a component alone
+        featureless = np.zeros((0, 2), np.int64)
         if options.empty_as_duplicates and self.featureless.size > 1:
-            # every featureless document shares one code of its own: a component alone
             code = np.full_like(self.featureless, self.featureless.min())
-            members.append(np.stack([self.featureless, code], axis=1))
-        shared_members = np.concatenate(members)
-        nodes, labels = groups.components(pairs, np.unique(shared_members[:, 1]))
-        n_components = int(labels.max()) + 1 if labels.size else 0
+            featureless = np.stack([self.featureless, code], axis=1)
+        n_components = int(totals[:, 1].sum()) + bool(featureless.size)
         n_groups = max(1, min(_GROUPS_PER_WORKER * self.n_workers, n_components))
-        pair_at = np.searchsorted(nodes, pairs[:, 0])
-        group = groups.deal(labels, n_groups, labels[pair_at])
-        stats["candidate_code_pairs"] = len(pairs)
+        stats["candidate_code_pairs"] = int(totals[:, 2].sum())
         stats["components"] = n_components
         stats["cluster_groups"] = n_groups
         stats["pairs_verified"] = 0
         if not n_components:
             empty = np.zeros(0, np.int64)
             return empty, empty, np.zeros(0), []
-        pair_group = group[pair_at]
-        order = np.argsort(pair_group, kind="stable")
-        bounds = np.searchsorted(pair_group[order], np.arange(n_groups + 1))
+        total = int(totals[:, 0].sum()) + len(featureless)
+        threshold = total / (n_groups * groups.HEAVY_PER_GROUP)
+        found = client.gather(
+            [client.submit(groups.heavy_components, w, threshold, n_groups) for w in work]
+        )
+        heavy = np.concatenate([np.zeros((0, 2), np.int64), *(f[0] for f in found)])
+        light = np.sum([f[1] for f in found], axis=0)
+        if featureless.size:
+            heavy = np.concatenate([heavy, [[featureless[0, 1], len(featureless)]]])
+        dealt = groups.deal_heavy(heavy, light)
+        routed = [
+            client.submit(
+                groups.route_groups,
+                d,
+                p,
+                dealt,
+                n_groups,
+                self.offsets,
+                key=self.key("route", j),
+            )
+            for j, (d, p) in enumerate(zip(documents, labelled, strict=True))
+        ]
+        counts = np.sum(client.gather([client.submit(_piece, r, 2) for r in routed]), axis=0)
+        extra: dict[int, list[Any]] = {}
+        if featureless.size:
+            g = int(groups.group_of(featureless[:1, 1], dealt, n_groups)[0])
+            extra[g] = client.scatter([featureless], hash=False)
+            counts[g] += np.bincount(
+                np.searchsorted(self.offsets, featureless[:, 0], side="right") - 1,
+                minlength=len(self.paths),
+            )
         results = []
-        for g, documents in enumerate(
-            groups.group_documents(nodes, group, shared_members, n_groups)
-        ):
+        for g in range(n_groups):
+            inputs = client.submit(
+                groups.group_inputs,
+                [client.submit(_piece, r, 0, g) for r in routed] + extra.get(g, []),
+                [client.submit(_piece, r, 1, g) for r in routed],
+                key=self.key("group", g),
+            )
             # each partition's share of the group, taken where the partition is
-            cuts = np.searchsorted(documents[:, 0], self.offsets)
             taken = [
                 client.submit(
                     partitions.take_documents,
                     part,
-                    documents[cuts[d] : cuts[d + 1], 0],
+                    client.submit(
+                        groups.rows_between,
+                        inputs,
+                        int(self.offsets[d]),
+                        int(self.offsets[d + 1]),
+                    ),
                     int(self.offsets[d]),
                     key=self.key("group-take", g, d),
                 )
                 for d, part in enumerate(self.parts)
-                if cuts[d + 1] > cuts[d]
+                if counts[g, d]
             ]
-            group_pairs = pairs[order[bounds[g] : bounds[g + 1]]]
-            [on_worker] = client.scatter([(documents, group_pairs)], hash=False)
             results.append(
                 client.submit(
                     _cluster_group,
-                    on_worker,
+                    inputs,
                     self.limit,
                     options.cluster,
                     options.keep,
@@ -386,14 +441,64 @@ class _Run:
                     key=self.key("cluster", g),
                 )
             )
-        found = client.gather(results)
-        stats["pairs_verified"] = int(sum(f[3] for f in found))
-        removed = np.concatenate([f[0] for f in found])
-        kept_for = np.concatenate([f[1] for f in found])
-        similarity = np.concatenate([f[2] for f in found])
+        clustered = client.gather(results)
+        stats["pairs_verified"] = int(sum(c[3] for c in clustered))
+        removed = np.concatenate([c[0] for c in clustered])
+        kept_for = np.concatenate([c[1] for c in clustered])
+        similarity = np.concatenate([c[2] for c in clustered])
         order = np.argsort(removed)
         removed, kept_for, similarity = removed[order], kept_for[order], similarity[order]
         return removed, kept_for, similarity, _clusters(removed, kept_for)
+
+    def _shuffled(self, futures: list[Any], column: int, name: str) -> list[list[Any]]:
+        """Route the rows of each future's array by the node shard of a column: ``[shard][source]``."""
+        client, n_shards = self.client, self.n_tasks
+        split = [
+            client.submit(components.by_node, f, column, n_shards, key=self.key(name, i))
+            for i, f in enumerate(futures)
+        ]
+        return [[client.submit(_piece, s, j) for s in split] for j in range(n_shards)]
+
+    def _label_components(self, stats: dict[str, Any]) -> list[Any]:
+        """Label the components of the candidate graph by large-star / small-star rounds.
+
+        Returns each node shard's (codes, components) future
+        (`gpusimhash.distributed._components`); the driver sees only whether a step changed
+        anything.
+        """
+        client, n_shards = self.client, self.n_tasks
+        edges = [
+            client.submit(components.local_edges, c, n_shards, key=self.key("edges", i))
+            for i, c in enumerate(self.candidates)
+        ]
+        shards = [[client.submit(_piece, e, j) for e in edges] for j in range(n_shards)]
+        moved = [client.submit(_nbytes, e) for e in edges]
+        for rounds in range(1, _MAX_ROUNDS + 1):
+            changed = []
+            for large in (True, False):
+                steps = [
+                    client.submit(
+                        components.star_step,
+                        shards[j],
+                        n_shards,
+                        large,
+                        key=self.key("star", rounds, int(large), j),
+                    )
+                    for j in range(n_shards)
+                ]
+                shards = [[client.submit(_piece, s, 1, j) for s in steps] for j in range(n_shards)]
+                changed += [client.submit(_piece, s, 0) for s in steps]
+                moved += [client.submit(_nbytes, s) for s in steps]
+            if not any(client.gather(changed)):
+                break
+        else:
+            raise RuntimeError(f"the component labels did not settle in {_MAX_ROUNDS} rounds")
+        stats["label_rounds"] = rounds
+        stats["label_bytes"] = sum(client.gather(moved))
+        return [
+            client.submit(components.shard_labels, shards[j], key=self.key("labels", j))
+            for j in range(n_shards)
+        ]
 
     def _by_partition(self, rows: np.ndarray) -> list[tuple[int, np.ndarray]]:
         """Split ascending global rows by partition (nonempty ones only)."""
@@ -515,6 +620,8 @@ class _Run:
                 "blocks": stats["blocks"],
                 "components": stats["components"],
                 "cluster_groups": stats["cluster_groups"],
+                "label_rounds": stats["label_rounds"],
+                "label_shuffle_bytes": stats["label_bytes"],
                 "collapse_shuffle_bytes": stats["collapse_bytes"],
                 "table_shuffle_bytes": stats["table_bytes"],
                 "table_shuffle_bytes_per_document_per_table": (
@@ -531,6 +638,11 @@ def _distinct(collapsed: tables.Collapsed) -> int:
     return int(collapsed.rows.size)
 
 
+def _totals(work: np.ndarray, pairs: tuple[np.ndarray, np.ndarray]) -> tuple[int, int, int]:
+    """Return a node shard's work, components and pairs (a task)."""
+    return int(work[:, 1].sum()), len(work), len(pairs[0])
+
+
 def _members(collapsed: tables.Collapsed) -> np.ndarray:
     """Return a collapse task's documents of codes of two or more documents (a task)."""
     return collapsed.members
@@ -544,7 +656,7 @@ def _cluster_group(
     empty_as_duplicates: bool,
     *taken: tuple[Any, np.ndarray, np.ndarray | None],
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """Cluster one group, given its documents and pairs scattered together (a task)."""
+    """Cluster one group, given its documents and pairs (`groups.group_inputs`; a task)."""
     documents, pairs = group
     return groups.cluster_group(
         documents, pairs, limit, method, policy, empty_as_duplicates, *taken
