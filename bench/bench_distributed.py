@@ -147,14 +147,16 @@ def _fetched(dask_worker) -> int:
 
 
 class PeakMemory:
-    """Sample every worker's resident memory in a thread; keep each worker's peak."""
+    """Sample every worker's and the driver's resident memory in a thread; keep each peak."""
 
     def __init__(self, client) -> None:
         self.client, self.peak, self._stop = client, {}, threading.Event()
+        self.driver = _rss()
         self._thread = threading.Thread(target=self._sample, daemon=True)
 
     def _sample(self) -> None:
         while not self._stop.is_set():
+            self.driver = max(self.driver, _rss())
             # a worker busy or restarting is sampled next time
             with contextlib.suppress(Exception):
                 for worker, rss in self.client.run(_rss).items():
@@ -183,6 +185,7 @@ def run_cluster(n_workers: int, threads: int, folder: Path, out: Path, repeat: i
     ):
         dedup(folder / "warmup", out / "warmup", client=client, **SETTINGS)
         idle = client.run(_rss)
+        driver_idle = _rss()
         load = os.getloadavg()
         fetched_before = sum(client.run(_fetched).values())
         with PeakMemory(client) as memory, OtherJobs() as others:
@@ -206,6 +209,8 @@ def run_cluster(n_workers: int, threads: int, folder: Path, out: Path, repeat: i
         "timings_s": summary["timings_s"],
         "peak_rss_per_worker_bytes": sorted(memory.peak.values()),
         "idle_rss_per_worker_bytes": sorted(idle.values()),
+        "driver_peak_rss_bytes": memory.driver,
+        "driver_idle_rss_bytes": driver_idle,
         "shuffle": summary["distributed"],
         "fetched_between_workers_bytes": fetched,
         "results": summary["results"],
@@ -242,8 +247,9 @@ def estimate(rows: list[dict], n_docs: int) -> list[dict]:
     growth = one["peak_rss_per_worker_bytes"][0] - one["idle_rss_per_worker_bytes"][0]
     memory_per_doc = growth / n_docs
     shuffle = one["shuffle"]
-    shuffle_per_doc = (shuffle["collapse_shuffle_bytes"] + shuffle["table_shuffle_bytes"]) / n_docs
-    pairs_per_doc = one["results"]["candidate_code_pairs"] / n_docs  # gathered on the driver
+    moved = ("collapse_shuffle_bytes", "table_shuffle_bytes", "label_shuffle_bytes")
+    shuffle_per_doc = sum(shuffle[k] for k in moved) / n_docs
+    driver_per_doc = (one["driver_peak_rss_bytes"] - one["driver_idle_rss_bytes"]) / n_docs
     out = []
     for total in (100_000_000, 1_000_000_000):
         workers = max(2, -(-int(total * memory_per_doc) // (16 * 2**30)))  # 16 GiB per worker
@@ -253,7 +259,7 @@ def estimate(rows: list[dict], n_docs: int) -> list[dict]:
                 "workers (16 GiB each)": workers,
                 "worker memory GiB": round(total * memory_per_doc / workers / 2**30, 1),
                 "shuffle GB": round(total * shuffle_per_doc / 1e9, 1),
-                "driver pairs GB": round(total * pairs_per_doc * 16 / 1e9, 2),
+                "driver GiB": round(total * driver_per_doc / 2**30, 1),
                 "hours": round(total * core_seconds / (workers * efficiency) / 3600, 2),
             }
         )
@@ -335,6 +341,9 @@ def main() -> None:
             ),
             "table B/doc/table": r["shuffle"]["table_shuffle_bytes_per_document_per_table"],
             "collapse B/doc": round(r["shuffle"]["collapse_shuffle_bytes"] / args.docs, 1),
+            "labels B/doc": round(r["shuffle"]["label_shuffle_bytes"] / args.docs, 1),
+            "label rounds": r["shuffle"]["label_rounds"],
+            "driver peak GiB": round(r["driver_peak_rss_bytes"] / 2**30, 2),
             "fetched MB": round(r["fetched_between_workers_bytes"] / 1e6, 1),
             "identical": r.get("identical_to_single", "not checked"),
         }
@@ -374,9 +383,10 @@ def main() -> None:
             "estimate_assumptions": (
                 "per-document core seconds of the 1-worker run, divided by workers times the "
                 "measured 2-worker efficiency; worker memory from the 1-worker peak minus its "
-                "idle resident memory; 16 GiB per worker; shuffle bytes as measured per "
-                "document; 16 bytes per candidate pair of distinct codes gathered on the driver (the "
-                "component labelling), as measured per document"
+                "idle resident memory; 16 GiB per worker; shuffle bytes (collapse, tables, label "
+                "propagation) as measured per document; driver memory from the 1-worker run's "
+                "driver peak minus its idle resident memory, per document (the removed "
+                "documents' rows and the duplicates report's columns)"
             ),
         },
     )

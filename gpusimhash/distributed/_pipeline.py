@@ -471,34 +471,52 @@ class _Run:
             client.submit(components.local_edges, c, n_shards, key=self.key("edges", i))
             for i, c in enumerate(self.candidates)
         ]
-        shards = [[client.submit(_piece, e, j) for e in edges] for j in range(n_shards)]
-        moved = [client.submit(_nbytes, e) for e in edges]
+        moved = sum(client.gather([client.submit(_nbytes, e) for e in edges]))
+        current = self._star_round(
+            [[client.submit(_piece, e, j) for e in edges] for j in range(n_shards)], 1
+        )
         for rounds in range(1, _MAX_ROUNDS + 1):
-            changed = []
-            for large in (True, False):
-                steps = [
-                    client.submit(
-                        components.star_step,
-                        shards[j],
-                        n_shards,
-                        large,
-                        key=self.key("star", rounds, int(large), j),
-                    )
-                    for j in range(n_shards)
-                ]
-                shards = [[client.submit(_piece, s, 1, j) for s in steps] for j in range(n_shards)]
-                changed += [client.submit(_piece, s, 0) for s in steps]
-                moved += [client.submit(_nbytes, s) for s in steps]
-            if not any(client.gather(changed)):
+            # the next round runs while the driver reads this one's reports
+            following = self._star_round(current[1], rounds + 1)
+            reports = client.gather(current[0])
+            moved += sum(nbytes for _, nbytes in reports)
+            if not any(changed for changed, _ in reports):
                 break
+            current = following
         else:
             raise RuntimeError(f"the component labels did not settle in {_MAX_ROUNDS} rounds")
+        del following  # a round past the last: every component was a star already
         stats["label_rounds"] = rounds
-        stats["label_bytes"] = sum(client.gather(moved))
+        stats["label_bytes"] = moved
         return [
-            client.submit(components.shard_labels, shards[j], key=self.key("labels", j))
+            client.submit(components.shard_labels, current[1][j], key=self.key("labels", j))
             for j in range(n_shards)
         ]
+
+    def _star_round(
+        self, shards: list[list[Any]], number: int
+    ) -> tuple[list[Any], list[list[Any]]]:
+        """Submit a large-star and a small-star step over every node shard.
+
+        Returns the futures of each step's (changed, bytes emitted) and, for each shard, of the
+        pieces it receives.
+        """
+        client, n_shards = self.client, self.n_tasks
+        reports = []
+        for large in (True, False):
+            steps = [
+                client.submit(
+                    components.star_step,
+                    shards[j],
+                    n_shards,
+                    large,
+                    key=self.key("star", number, int(large), j),
+                )
+                for j in range(n_shards)
+            ]
+            shards = [[client.submit(_piece, s, 1, j) for s in steps] for j in range(n_shards)]
+            reports += [client.submit(_step_report, s) for s in steps]
+        return reports, shards
 
     def _by_partition(self, rows: np.ndarray) -> list[tuple[int, np.ndarray]]:
         """Split ascending global rows by partition (nonempty ones only)."""
@@ -636,6 +654,11 @@ class _Run:
 def _distinct(collapsed: tables.Collapsed) -> int:
     """Return a collapse task's number of distinct codes (a task)."""
     return int(collapsed.rows.size)
+
+
+def _step_report(step: tuple[bool, list[np.ndarray]]) -> tuple[bool, int]:
+    """Return whether a label propagation step changed an edge, and the bytes it emitted."""
+    return step[0], _nbytes(step[1])
 
 
 def _totals(work: np.ndarray, pairs: tuple[np.ndarray, np.ndarray]) -> tuple[int, int, int]:
