@@ -335,24 +335,14 @@ class _Run:
     def _cluster(
         self, stats: dict[str, Any]
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[np.ndarray]]:
-        """Label the components on the workers, deal them to groups, cluster each group."""
-        client, options, n_shards = self.client, self.options, self.n_tasks
-        labels = self._label_components(stats)
-        pairs = self._shuffled(self.candidates, 0, "pairs")
-        members = self._shuffled(self.members, 1, "members")
-        documents, labelled, work = [], [], []
-        for j in range(n_shards):
-            documents.append(client.submit(groups.shard_documents, labels[j], members[j]))
-            labelled.append(client.submit(groups.shard_pairs, labels[j], pairs[j]))
-            work.append(client.submit(groups.work_pieces, documents[j], labelled[j], n_shards))
-        work = [
-            client.submit(
-                groups.component_work,
-                [client.submit(_piece, w, j) for w in work],
-                key=self.key("component-work", j),
-            )
-            for j in range(n_shards)
-        ]
+        """Label the components on the workers, deal them to groups, cluster each group.
+
+        Each stage's futures are dropped once the next stage is submitted, so that the workers
+        let their results go as soon as they are used.
+        """
+        client, options = self.client, self.options
+        documents, labelled = self._shard_components(self._label_components(stats))
+        work = self._component_work(documents, labelled)
         totals = np.array(
             client.gather(
                 [client.submit(_totals, w, p) for w, p in zip(work, labelled, strict=True)]
@@ -373,28 +363,72 @@ class _Run:
         if not n_components:
             empty = np.zeros(0, np.int64)
             return empty, empty, np.zeros(0), []
-        total = int(totals[:, 0].sum()) + len(featureless)
-        threshold = total / (n_groups * groups.HEAVY_PER_GROUP)
+        threshold = (totals[:, 0].sum() + len(featureless)) / (n_groups * groups.HEAVY_PER_GROUP)
         found = client.gather(
             [client.submit(groups.heavy_components, w, threshold, n_groups) for w in work]
         )
+        del work
         heavy = np.concatenate([np.zeros((0, 2), np.int64), *(f[0] for f in found)])
-        light = np.sum([f[1] for f in found], axis=0)
         if featureless.size:
             heavy = np.concatenate([heavy, [[featureless[0, 1], len(featureless)]]])
-        dealt = groups.deal_heavy(heavy, light)
+        dealt = groups.deal_heavy(heavy, np.sum([f[1] for f in found], axis=0))
         routed = [
             client.submit(
-                groups.route_groups,
-                d,
-                p,
-                dealt,
-                n_groups,
-                self.offsets,
-                key=self.key("route", j),
+                groups.route_groups, d, p, dealt, n_groups, self.offsets, key=self.key("route", j)
             )
             for j, (d, p) in enumerate(zip(documents, labelled, strict=True))
         ]
+        del documents, labelled
+        clustered = client.gather(self._cluster_groups(routed, n_groups, dealt, featureless))
+        stats["pairs_verified"] = int(sum(c[3] for c in clustered))
+        removed = np.concatenate([c[0] for c in clustered])
+        kept_for = np.concatenate([c[1] for c in clustered])
+        similarity = np.concatenate([c[2] for c in clustered])
+        order = np.argsort(removed)
+        removed, kept_for, similarity = removed[order], kept_for[order], similarity[order]
+        return removed, kept_for, similarity, _clusters(removed, kept_for)
+
+    def _shard_components(self, labels: list[Any]) -> tuple[list[Any], list[Any]]:
+        """Name each node shard's documents in components and label its pairs (futures)."""
+        client = self.client
+        pairs = self._shuffled(self.candidates, 0, "pairs")
+        members = self._shuffled(self.members, 1, "members")
+        self.candidates, self.members = [], []
+        documents = [
+            client.submit(groups.shard_documents, lj, mj, key=self.key("documents", j))
+            for j, (lj, mj) in enumerate(zip(labels, members, strict=True))
+        ]
+        labelled = [
+            client.submit(groups.shard_pairs, lj, pj, key=self.key("labelled", j))
+            for j, (lj, pj) in enumerate(zip(labels, pairs, strict=True))
+        ]
+        return documents, labelled
+
+    def _component_work(self, documents: list[Any], labelled: list[Any]) -> list[Any]:
+        """Sum each component's work in the node shard of its label (futures)."""
+        client, n_shards = self.client, self.n_tasks
+        pieces = [
+            client.submit(groups.work_pieces, d, p, n_shards)
+            for d, p in zip(documents, labelled, strict=True)
+        ]
+        return [
+            client.submit(
+                groups.component_work,
+                [client.submit(_piece, w, j) for w in pieces],
+                key=self.key("component-work", j),
+            )
+            for j in range(n_shards)
+        ]
+
+    def _cluster_groups(
+        self,
+        routed: list[Any],
+        n_groups: int,
+        dealt: tuple[np.ndarray, np.ndarray],
+        featureless: np.ndarray,
+    ) -> list[Any]:
+        """Gather each group's documents and pairs, take their features, cluster (futures)."""
+        client = self.client
         counts = np.sum(client.gather([client.submit(_piece, r, 2) for r in routed]), axis=0)
         extra: dict[int, list[Any]] = {}
         if featureless.size:
@@ -434,21 +468,14 @@ class _Run:
                     _cluster_group,
                     inputs,
                     self.limit,
-                    options.cluster,
-                    options.keep,
-                    options.empty_as_duplicates,
+                    self.options.cluster,
+                    self.options.keep,
+                    self.options.empty_as_duplicates,
                     *taken,
                     key=self.key("cluster", g),
                 )
             )
-        clustered = client.gather(results)
-        stats["pairs_verified"] = int(sum(c[3] for c in clustered))
-        removed = np.concatenate([c[0] for c in clustered])
-        kept_for = np.concatenate([c[1] for c in clustered])
-        similarity = np.concatenate([c[2] for c in clustered])
-        order = np.argsort(removed)
-        removed, kept_for, similarity = removed[order], kept_for[order], similarity[order]
-        return removed, kept_for, similarity, _clusters(removed, kept_for)
+        return results
 
     def _shuffled(self, futures: list[Any], column: int, name: str) -> list[list[Any]]:
         """Route the rows of each future's array by the node shard of a column: ``[shard][source]``."""
