@@ -34,12 +34,17 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import print_table, write_json
 
 from gpusimhash.datasets.synth import CorpusSpec, generate
 from gpusimhash.dedup.pipeline import dedup_file
+from gpusimhash.distributed import _components as components
 from gpusimhash.distributed import dedup, local_cluster
+from gpusimhash.distributed._pipeline import _TASK_DOCUMENTS as TASK_DOCUMENTS
+from gpusimhash.distributed._pipeline import _piece
 
 # 4 tables of 32 bits. Radius 7 (8 tables of 16 bits) gives ~100M candidate pairs of codes at 2M
 # of these documents (1.45M at 200k, 8M at 500k): over 13 GB in one worker, verified one by one
@@ -147,14 +152,16 @@ def _fetched(dask_worker) -> int:
 
 
 class PeakMemory:
-    """Sample every worker's resident memory in a thread; keep each worker's peak."""
+    """Sample every worker's and the driver's resident memory in a thread; keep each peak."""
 
     def __init__(self, client) -> None:
         self.client, self.peak, self._stop = client, {}, threading.Event()
+        self.driver = _rss()
         self._thread = threading.Thread(target=self._sample, daemon=True)
 
     def _sample(self) -> None:
         while not self._stop.is_set():
+            self.driver = max(self.driver, _rss())
             # a worker busy or restarting is sampled next time
             with contextlib.suppress(Exception):
                 for worker, rss in self.client.run(_rss).items():
@@ -183,6 +190,7 @@ def run_cluster(n_workers: int, threads: int, folder: Path, out: Path, repeat: i
     ):
         dedup(folder / "warmup", out / "warmup", client=client, **SETTINGS)
         idle = client.run(_rss)
+        driver_idle = _rss()
         load = os.getloadavg()
         fetched_before = sum(client.run(_fetched).values())
         with PeakMemory(client) as memory, OtherJobs() as others:
@@ -206,6 +214,8 @@ def run_cluster(n_workers: int, threads: int, folder: Path, out: Path, repeat: i
         "timings_s": summary["timings_s"],
         "peak_rss_per_worker_bytes": sorted(memory.peak.values()),
         "idle_rss_per_worker_bytes": sorted(idle.values()),
+        "driver_peak_rss_bytes": memory.driver,
+        "driver_idle_rss_bytes": driver_idle,
         "shuffle": summary["distributed"],
         "fetched_between_workers_bytes": fetched,
         "results": summary["results"],
@@ -233,7 +243,37 @@ def same_outputs(single: Path, spread: Path) -> bool:
     )
 
 
-def estimate(rows: list[dict], n_docs: int) -> list[dict]:
+def _pieces(sources: int, n_shards: int, seed: int) -> list:
+    """A source task of `piece_seconds`: 1,000 random edges split by node shard."""
+    edges = np.random.default_rng(seed).integers(0, 10**9, (1000, 2))
+    return components.by_node(edges, 0, n_shards)
+
+
+def piece_seconds(n_shards: int = 64) -> float:
+    """Time one shuffle of ``n_shards`` sources to as many shards, per piece task.
+
+    Every shuffle of the distributed dedup is one small task per (source, destination) pair, so
+    its scheduler time grows as the square of the tasks per stage: this measures that cost on 2
+    local workers.
+    """
+    from distributed import Client
+
+    with local_cluster(2, 1, dashboard_address=":0") as cluster, Client(cluster) as client:
+        best = float("inf")
+        for attempt in range(2):
+            start = time.perf_counter()
+            split = [
+                client.submit(_pieces, n_shards, n_shards, attempt * n_shards + i, pure=False)
+                for i in range(n_shards)
+            ]
+            pieces = [[client.submit(_piece, x, j) for x in split] for j in range(n_shards)]
+            done = [client.submit(np.concatenate, p) for p in pieces]
+            client.gather([client.submit(len, d) for d in done])
+            best = min(best, (time.perf_counter() - start) / n_shards**2)
+    return best
+
+
+def estimate(rows: list[dict], n_docs: int, piece_s: float) -> list[dict]:
     """What 100M and 1B documents need, from the measured per-document costs."""
     one = _best(rows, 1)
     two = _best(rows, 2) or one
@@ -242,8 +282,12 @@ def estimate(rows: list[dict], n_docs: int) -> list[dict]:
     growth = one["peak_rss_per_worker_bytes"][0] - one["idle_rss_per_worker_bytes"][0]
     memory_per_doc = growth / n_docs
     shuffle = one["shuffle"]
-    shuffle_per_doc = (shuffle["collapse_shuffle_bytes"] + shuffle["table_shuffle_bytes"]) / n_docs
-    pairs_per_doc = one["results"]["candidate_code_pairs"] / n_docs  # gathered on the driver
+    moved = ("collapse_shuffle_bytes", "table_shuffle_bytes", "label_shuffle_bytes")
+    shuffle_per_doc = sum(shuffle[k] for k in moved) / n_docs
+    driver_per_doc = (one["driver_peak_rss_bytes"] - one["driver_idle_rss_bytes"]) / n_docs
+    # collapse, tables, edges, label steps (the last round's lookahead too), pairs, members,
+    # work, routing to groups
+    shuffles = 1 + shuffle["tables"] + 1 + 2 * (shuffle["label_rounds"] + 1) + 4
     out = []
     for total in (100_000_000, 1_000_000_000):
         workers = max(2, -(-int(total * memory_per_doc) // (16 * 2**30)))  # 16 GiB per worker
@@ -253,8 +297,12 @@ def estimate(rows: list[dict], n_docs: int) -> list[dict]:
                 "workers (16 GiB each)": workers,
                 "worker memory GiB": round(total * memory_per_doc / workers / 2**30, 1),
                 "shuffle GB": round(total * shuffle_per_doc / 1e9, 1),
-                "driver pairs GB": round(total * pairs_per_doc * 16 / 1e9, 2),
+                "driver GiB": round(total * driver_per_doc / 2**30, 1),
                 "hours": round(total * core_seconds / (workers * efficiency) / 3600, 2),
+                "scheduler hours": round(
+                    shuffles * max(2 * workers, -(-total // TASK_DOCUMENTS)) ** 2 * piece_s / 3600,
+                    2,
+                ),
             }
         )
     return out
@@ -335,6 +383,9 @@ def main() -> None:
             ),
             "table B/doc/table": r["shuffle"]["table_shuffle_bytes_per_document_per_table"],
             "collapse B/doc": round(r["shuffle"]["collapse_shuffle_bytes"] / args.docs, 1),
+            "labels B/doc": round(r["shuffle"]["label_shuffle_bytes"] / args.docs, 1),
+            "label rounds": r["shuffle"]["label_rounds"],
+            "driver peak GiB": round(r["driver_peak_rss_bytes"] / 2**30, 2),
             "fetched MB": round(r["fetched_between_workers_bytes"] / 1e6, 1),
             "identical": r.get("identical_to_single", "not checked"),
         }
@@ -355,7 +406,9 @@ def main() -> None:
             f"one machine (dedup_file, same settings): {single['seconds']} s ({stages}); "
             f"other jobs used {single['other_jobs_cores']} cores meanwhile"
         )
-    paper = estimate(rows, args.docs)
+    piece_s = piece_seconds()
+    print(f"scheduler time per piece task (64 x 64 shuffle, 2 workers): {piece_s * 1e3:.2f} ms")
+    paper = estimate(rows, args.docs, piece_s)
     print_table(paper, list(paper[0]))
     name = "distributed_cpu.json" if args.docs == 2_000_000 else f"distributed_cpu_{args.docs}.json"
     path = write_json(
@@ -370,13 +423,17 @@ def main() -> None:
             "best_seconds": best,
             "single_machine": single,
             "load_average_after": os.getloadavg(),
+            "piece_task_seconds": piece_s,
             "estimate": paper,
             "estimate_assumptions": (
                 "per-document core seconds of the 1-worker run, divided by workers times the "
                 "measured 2-worker efficiency; worker memory from the 1-worker peak minus its "
-                "idle resident memory; 16 GiB per worker; shuffle bytes as measured per "
-                "document; 16 bytes per candidate pair of distinct codes gathered on the driver (the "
-                "component labelling), as measured per document"
+                "idle resident memory; 16 GiB per worker; shuffle bytes (collapse, tables, label "
+                "propagation) as measured per document; driver memory from the 1-worker run's "
+                "driver peak minus its idle resident memory, per document (the removed "
+                "documents' rows and the duplicates report's columns); scheduler time: every "
+                "shuffle is one task per (source, destination), tasks per stage "
+                "max(2 workers, documents / 16M), at the measured seconds per piece task"
             ),
         },
     )

@@ -1,13 +1,14 @@
-"""Clustering each group of components alone gives the clustering of the whole graph."""
+"""Label propagation finds the components; clustering each group of them alone gives the whole."""
 
 import numpy as np
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpusimhash import _cpu
 from gpusimhash.dedup.verification import Threshold, cluster_documents
+from gpusimhash.distributed import _components as components
 from gpusimhash.distributed import _groups as groups
+from gpusimhash.search.clusters import cluster_labels
 from gpusimhash.search.exact import near_duplicate_graph
 from gpusimhash.search.verify import DocumentFeatures, featurize
 
@@ -27,7 +28,32 @@ def _corpus(seed, n):
     return docs
 
 
-def _split_and_cluster(graph, features, lengths, limit, method, policy, n_groups):
+def _shuffle(outputs, n_shards):
+    """What each shard receives: piece ``j`` of every task's output, as the Dask run routes."""
+    return [[out[j] for out in outputs] for j in range(n_shards)]
+
+
+def _label(pairs, n_shards, chunks=3):
+    """Label propagation as the Dask run drives it: each node shard's (codes, components)."""
+    return _label_rounds(pairs, n_shards, chunks)[0]
+
+
+def _label_rounds(pairs, n_shards, chunks):
+    """`_label`, and the rounds it took."""
+    edges = [components.local_edges(p, n_shards) for p in np.array_split(pairs, chunks)]
+    shards = _shuffle(edges, n_shards)
+    for rounds in range(1, 257):
+        changed = False
+        for large in (True, False):
+            steps = [components.star_step(shards[j], n_shards, large) for j in range(n_shards)]
+            changed |= any(c for c, _ in steps)
+            shards = _shuffle([out for _, out in steps], n_shards)
+        if not changed:
+            return [components.shard_labels(pieces) for pieces in shards], rounds
+    raise AssertionError("no convergence")
+
+
+def _split_and_cluster(graph, features, lengths, limit, method, policy, n_shards, n_groups):
     """Cluster as the distributed run does: components dealt to groups, each group alone."""
     n = graph.inverse.size
     code_row = np.full(graph.n_unique, n)
@@ -36,22 +62,39 @@ def _split_and_cluster(graph, features, lengths, limit, method, policy, n_groups
     left = np.repeat(np.arange(graph.n_unique), degree)
     pairs = code_row[np.stack([left, graph.neighbours], axis=1)]
     pairs = pairs[pairs[:, 0] < pairs[:, 1]]
-    shared = code_row[np.flatnonzero(graph.code_sizes() > 1)]
-    nodes, labels = groups.components(pairs, shared)
-    group = groups.deal(labels, n_groups)
-    documents = np.stack([np.arange(n), code_row[graph.inverse]], axis=1)
-    in_node = np.isin(documents[:, 1], nodes)
-    of = np.full(n, -1)
-    of[in_node] = group[np.searchsorted(nodes, documents[in_node, 1])]
-    pair_group = group[np.searchsorted(nodes, pairs[:, 0])]
+    shared = np.flatnonzero(graph.code_sizes()[graph.inverse] > 1)
+    members = np.stack([shared, code_row[graph.inverse[shared]]], axis=1)
+    labels = _label(pairs, n_shards)
+    member_pieces = _shuffle([components.by_node(members, 1, n_shards)], n_shards)
+    pair_pieces = _shuffle([components.by_node(pairs, 0, n_shards)], n_shards)
+    documents = [groups.shard_documents(labels[j], member_pieces[j]) for j in range(n_shards)]
+    labelled = [groups.shard_pairs(labels[j], pair_pieces[j]) for j in range(n_shards)]
+    work = _shuffle(
+        [groups.work_pieces(d, p, n_shards) for d, p in zip(documents, labelled, strict=True)],
+        n_shards,
+    )
+    work = [groups.component_work(pieces) for pieces in work]
+    total = sum(int(w[:, 1].sum()) for w in work)
+    found = [groups.heavy_components(w, total / (4 * n_groups), n_groups) for w in work]
+    dealt = groups.deal_heavy(
+        np.concatenate([np.zeros((0, 2), np.int64), *(f[0] for f in found)]),
+        np.sum([f[1] for f in found], axis=0),
+    )
+    offsets = np.array([0, n])
+    routed = [
+        groups.route_groups(d, p, dealt, n_groups, offsets)
+        for d, p in zip(documents, labelled, strict=True)
+    ]
     kept_for, similarity = np.arange(n), np.ones(n)
     for g in range(n_groups):
-        mine = np.flatnonzero(of == g)
+        inputs = groups.group_inputs([r[0][g] for r in routed], [r[1][g] for r in routed])
+        mine = groups.rows_between(inputs, 0, n)
+        assert mine.size == sum(int(r[2][g, 0]) for r in routed)
         if not mine.size:
             continue
         taken = (features.take(mine), lengths[mine], None)
         removed, kept, values, _ = groups.cluster_group(
-            documents[mine], pairs[pair_group == g], limit, method, policy, False, taken
+            *inputs, limit, method, policy, False, taken
         )
         kept_for[removed], similarity[removed] = kept, values
     return kept_for, similarity
@@ -62,11 +105,12 @@ def _split_and_cluster(graph, features, lengths, limit, method, policy, n_groups
     seed=st.integers(0, 2**32 - 1),
     n=st.integers(1, 120),
     radius=st.integers(0, 12),
+    n_shards=st.integers(1, 4),
     n_groups=st.integers(1, 5),
     method=st.sampled_from(["star", "components"]),
     policy=st.sampled_from(["first", "longest"]),
 )
-def test_groups_cluster_as_the_whole(seed, n, radius, n_groups, method, policy):
+def test_groups_cluster_as_the_whole(seed, n, radius, n_shards, n_groups, method, policy):
     docs = _corpus(seed, n)
     batch = featurize(docs)
     codes = _cpu.fingerprint_batch(batch, bits=64, seed=0)
@@ -78,66 +122,91 @@ def test_groups_cluster_as_the_whole(seed, n, radius, n_groups, method, policy):
         graph, features.take, limit, method=method, policy=policy, lengths=lengths
     )
     kept_for, similarity = _split_and_cluster(
-        graph, features, lengths, limit, method, policy, n_groups
+        graph, features, lengths, limit, method, policy, n_shards, n_groups
     )
     np.testing.assert_array_equal(kept_for, whole.kept_for)
     np.testing.assert_array_equal(similarity, whole.similarity)
 
 
-def test_components_and_deal():
-    pairs = np.array([[10, 20], [30, 40], [20, 50]])
-    nodes, labels = groups.components(pairs, np.array([60, 10]))
-    assert nodes.tolist() == [10, 20, 30, 40, 50, 60]
-    assert labels.tolist() == [0, 0, 1, 1, 0, 2]
-    # the heaviest component first, each to the lightest group
-    assert groups.deal(labels, 2).tolist() == [0, 0, 1, 1, 0, 1]
-    assert groups.deal(labels, 5).tolist() == [0, 0, 1, 1, 0, 2]
-    # a component's pairs count as work
-    assert groups.deal(labels, 2, pair_labels=np.array([1, 1, 1])).tolist() == [1, 1, 0, 0, 1, 1]
+@settings(max_examples=80, deadline=None)
+@given(
+    n_nodes=st.integers(1, 60),
+    n_edges=st.integers(0, 90),
+    n_shards=st.integers(1, 5),
+    chunks=st.integers(1, 4),
+    seed=st.integers(0, 2**16),
+)
+def test_labels_are_each_components_smallest_node(n_nodes, n_edges, n_shards, chunks, seed):
+    rng = np.random.default_rng(seed)
+    names = np.sort(rng.choice(10**9, n_nodes, replace=False))
+    ends = rng.integers(0, n_nodes, (n_edges, 2))
+    ends = ends[ends[:, 0] != ends[:, 1]]
+    pairs = names[np.sort(ends, axis=1)]
+    found = _label(pairs, n_shards, chunks)
+    nodes = np.concatenate([f[0] for f in found])
+    labels = np.concatenate([f[1] for f in found])
+    whole = cluster_labels(ends, n_nodes)
+    smallest = np.full(whole.max() + 1 if n_nodes else 0, 10**10)
+    np.minimum.at(smallest, whole, names)
+    in_pair = np.isin(names, pairs)
+    assert sorted(nodes.tolist()) == names[in_pair].tolist()  # each node in one shard
+    for j, (shard_nodes, _) in enumerate(found):
+        assert np.all(components.shard_of(shard_nodes, n_shards) == j)
+    expected = dict(zip(names[in_pair].tolist(), smallest[whole[in_pair]].tolist(), strict=True))
+    assert dict(zip(nodes.tolist(), labels.tolist(), strict=True)) == expected
 
 
-def test_deal_fills_groups_around_a_heavy_component():
-    # one component of 50 nodes and 100 of one node: 75 each (round robin would give 100, 50)
-    labels = np.concatenate([np.zeros(50, np.int64), np.arange(1, 101)])
-    group = groups.deal(labels, 2)
-    assert np.bincount(group).tolist() == [75, 75]
-    assert set(group[:50].tolist()) == {0}
-    # a component over its share: the rest shared evenly by the others
-    labels = np.concatenate([np.zeros(100, np.int64), np.arange(1, 61)])
-    assert np.bincount(groups.deal(labels, 3)).tolist() == [100, 30, 30]
+def test_a_long_path_settles_in_few_rounds():
+    # a path 0 - 1 - ... - 4095 in shuffled names: min-label propagation alone needs 4,095 rounds
+    names = np.random.default_rng(3).permutation(4096)
+    pairs = np.sort(np.stack([names[:-1], names[1:]], axis=1), axis=1)
+    labels, rounds = _label_rounds(pairs, 3, 64)
+    assert rounds <= 20
+    assert {label for _, shard in labels for label in shard.tolist()} == {0}
+
+
+def test_documents_of_a_shard_name_every_member_and_lone_code():
+    # codes 0 and 7 of several documents (members), 5 and 11 of one; 7 in no pair
+    labels = (np.array([0, 5, 11]), np.array([0, 0, 11]))
+    members = [np.array([[0, 0], [3, 0]]), np.array([[7, 7], [9, 7]])]
+    documents = groups.shard_documents(labels, members)
+    assert sorted(map(tuple, documents.tolist())) == [
+        (0, 0, 0),
+        (3, 0, 0),
+        (5, 5, 0),
+        (7, 7, 7),
+        (9, 7, 7),
+        (11, 11, 11),
+    ]
+
+
+def test_heavy_components_go_to_the_lightest_groups():
+    work = np.array([[1, 50], [2, 1], [3, 1], [4, 40], [5, 1]])
+    heavy, light = groups.heavy_components(work, 10, 2)
+    assert heavy.tolist() == [[1, 50], [4, 40]]
+    assert light.sum() == 3
+    dealt = groups.deal_heavy(heavy, light)
+    assert dealt[0].tolist() == [1, 4]
+    assert sorted(dealt[1].tolist()) == [0, 1]  # one heavy component in each group
+    group = groups.group_of(work[:, 0], dealt, 2)
+    assert group[[0, 3]].tolist() == dealt[1].tolist()
+    assert np.array_equal(group, groups.group_of(work[:, 0], dealt, 2))  # deterministic
 
 
 @settings(max_examples=60, deadline=None)
 @given(
     sizes=st.lists(st.integers(1, 40), min_size=1, max_size=300),
     n_groups=st.integers(1, 9),
-    seed=st.integers(0, 2**16),
 )
-def test_deal_keeps_components_whole_and_groups_balanced(sizes, n_groups, seed):
-    labels = np.random.default_rng(seed).permutation(np.repeat(np.arange(len(sizes)), sizes))
-    pair_labels = np.random.default_rng(seed + 1).integers(0, len(sizes), 2 * len(sizes))
-    group = groups.deal(labels, n_groups, pair_labels)
+def test_dealt_groups_are_balanced_around_heavy_components(sizes, n_groups):
+    work = np.stack([np.arange(len(sizes)) * 7 + 1, sizes], axis=1).astype(np.int64)
+    threshold = work[:, 1].sum() / (groups.HEAVY_PER_GROUP * n_groups)
+    heavy, light = groups.heavy_components(work, threshold, n_groups)
+    dealt = groups.deal_heavy(heavy, light)
+    group = groups.group_of(work[:, 0], dealt, n_groups)
     assert group.min() >= 0
     assert group.max() < n_groups
-    for component in range(len(sizes)):
-        assert np.unique(group[labels == component]).size == 1
-    work = np.bincount(labels) + np.bincount(pair_labels, minlength=len(sizes))
-    of = np.zeros(len(sizes), np.int64)
-    of[labels] = group
-    load = np.bincount(of, weights=work, minlength=n_groups)
-    assert load.max() <= -(-work.sum() // n_groups) + work.max()
-
-
-@pytest.mark.parametrize("n_groups", [1, 3])
-def test_group_documents_names_every_document_of_a_component_code(n_groups):
-    # codes 0 and 7 of several documents (members), 5 and 11 of one; code 2 in no component
-    members = np.array([[0, 0], [3, 0], [7, 7], [9, 7]])
-    nodes, group = np.array([0, 5, 7, 11]), np.array([0, 1 % n_groups, 2 % n_groups, 0])
-    pieces = groups.group_documents(nodes, group, members, n_groups)
-    assert len(pieces) == n_groups
-    found = sorted(tuple(d) for piece in pieces for d in piece.tolist())
-    assert found == [(0, 0), (3, 0), (5, 5), (7, 7), (9, 7), (11, 11)]
-    for piece in pieces:
-        assert np.all(np.diff(piece[:, 0]) > 0)  # ascending rows
-    for g, piece in enumerate(pieces):
-        assert all(group[np.searchsorted(nodes, c)] == g for _, c in piece.tolist())
+    load = np.bincount(group, weights=work[:, 1], minlength=n_groups)
+    assert load.sum() == work[:, 1].sum()
+    # heavy ones go to the lightest group: one takes another only while at most the average
+    assert load.max() <= max(light.max(), load.sum() / n_groups + heavy[:, 1].max(initial=0))

@@ -2,163 +2,295 @@
 
 Star clustering in keep-policy order (and connected components) only ever relate documents
 joined by a chain of candidate pairs, so each connected component of the candidate graph of
-distinct codes clusters alone, and the same way whatever else is clustered beside it. The
-driver labels the components from the pairs of distinct codes the tables found and the codes
-shared by several documents (`components`), deals them to groups (`deal`) and, from the
-documents of those shared codes the collapse tasks list, names each group's documents
-(`group_documents`); each partition sends the features, lengths and scores of a group's
-documents it holds (`gpusimhash.distributed._partitions.take_documents`); and a task per group
-runs the
-single-machine clustering, `gpusimhash.dedup.verification.cluster_documents`, on them: the
-candidates are verified lazily inside the star loop, and only (row, kept row, similarity) of
-the removed documents come back (`cluster_group`).
+distinct codes clusters alone, and the same way whatever else is clustered beside it. Once each
+node shard knows its codes' components (`gpusimhash.distributed._components`), it names its
+documents in components (`shard_documents`: the documents of a code of several, listed by the
+collapse tasks, and the code itself otherwise) and labels its pairs (`shard_pairs`); the work
+of each component (documents plus pairs) is summed in the shard of its label
+(`component_work`). Components heavier than a share of the total are dealt one by one to the
+lightest group (`heavy_components`, `deal_heavy`), the rest by a hash of their label
+(`group_of`); each shard splits its documents and pairs by group (`route_groups`), a task per
+group gathers them (`group_inputs`), each partition sends the features, lengths and scores of
+its share (`gpusimhash.distributed._partitions.take_documents` of `rows_between`), and the
+group's task runs the single-machine clustering,
+`gpusimhash.dedup.verification.cluster_documents`, on them: the candidates are verified lazily
+inside the star loop, and only (row, kept row, similarity) of the removed documents come back
+(`cluster_group`). The driver sees only a few numbers per shard and the heavy components.
 """
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 
 from gpusimhash.dedup.verification import Threshold, cluster_documents
-from gpusimhash.search.clusters import cluster_labels
+from gpusimhash.distributed._components import by_shard, shard_of
+from gpusimhash.distributed._partitions import mix_words
 from gpusimhash.search.graph import CodeGraph, adjacency
 from gpusimhash.search.verify import DocumentFeatures
 
-__all__ = ["cluster_group", "components", "deal", "group_documents"]
+__all__ = [
+    "cluster_group",
+    "component_work",
+    "deal_heavy",
+    "group_inputs",
+    "group_of",
+    "heavy_components",
+    "route_groups",
+    "rows_between",
+    "shard_documents",
+    "shard_pairs",
+    "work_pieces",
+]
 
-_HEAVY_PER_GROUP = 16  # the heaviest components dealt one by one (the rest fill the groups)
+HEAVY_PER_GROUP = 16  # components over 1 / (16 * groups) of the work are dealt one by one
+_GROUP_SALT = 11
 
 
-def components(pairs: np.ndarray, shared: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Label the connected components of the candidate graph of distinct codes.
+def _lookup(nodes: np.ndarray, labels: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """Return the label of each code among ``nodes`` (ascending), the code itself where absent."""
+    if not nodes.size:
+        return codes.copy()
+    at = np.minimum(np.searchsorted(nodes, codes), nodes.size - 1)
+    found: np.ndarray = np.where(nodes[at] == codes, labels[at], codes)
+    return found
+
+
+def shard_documents(labels: tuple[np.ndarray, np.ndarray], members: list[np.ndarray]) -> np.ndarray:
+    """Name a node shard's documents in components, with their component (a task).
 
     Parameters
     ----------
+    labels : (ndarray, ndarray)
+        The shard's codes in some pair, ascending, and their components
+        (`gpusimhash.distributed._components.shard_labels`).
+    members : list of ndarray, shape (k, 2), dtype int64
+        ``(row, code)`` of every document of a code of two or more documents, for the shard's
+        codes (a code of several documents in no pair is a component alone).
+
+    Returns
+    -------
+    ndarray, shape (d, 3), dtype int64
+        ``(row, code, component)`` of each document.
+
+    Examples
+    --------
+    >>> labels = (np.array([2, 5]), np.array([2, 2]))
+    >>> shard_documents(labels, [np.array([[5, 5], [8, 5], [9, 9], [11, 9]])]).tolist()
+    [[5, 5, 2], [8, 5, 2], [9, 9, 9], [11, 9, 9], [2, 2, 2]]
+    """
+    nodes, node_labels = labels
+    shared = np.concatenate([np.zeros((0, 2), np.int64), *members])
+    alone = nodes[~np.isin(nodes, shared[:, 1])]
+    documents = np.concatenate([shared, np.stack([alone, alone], axis=1)])
+    component = _lookup(nodes, node_labels, documents[:, 1])
+    return np.column_stack([documents, component]).astype(np.int64)
+
+
+def shard_pairs(
+    labels: tuple[np.ndarray, np.ndarray], pieces: list[np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Label the pairs whose first code is in a node shard (a task).
+
+    Returns
+    -------
     pairs : ndarray, shape (p, 2), dtype int64
-        Pairs of distinct codes (lowest rows) within the radius.
-    shared : ndarray, dtype int64
-        Codes of two or more documents (candidates of each other even without a pair).
-
-    Returns
-    -------
-    nodes : ndarray, dtype int64
-        The codes in some pair or shared, ascending.
-    labels : ndarray, shape (nodes.size,), dtype int64
-        The component of each, numbered in order of first appearance.
+        The pairs.
+    components : ndarray, dtype int64
+        The component of each.
 
     Examples
     --------
-    >>> nodes, labels = components(np.array([[4, 9], [2, 9]]), np.array([7]))
-    >>> nodes.tolist(), labels.tolist()
-    ([2, 4, 7, 9], [0, 0, 1, 0])
+    >>> labels = (np.array([2, 5]), np.array([2, 2]))
+    >>> [a.tolist() for a in shard_pairs(labels, [np.array([[5, 7]]), np.array([[2, 5]])])]
+    [[[5, 7], [2, 5]], [2, 2]]
     """
-    nodes = np.unique(np.concatenate([pairs.reshape(-1), shared]))
-    return nodes, cluster_labels(np.searchsorted(nodes, pairs).reshape(-1, 2), nodes.size)
+    nodes, node_labels = labels
+    pairs = np.concatenate([np.zeros((0, 2), np.int64), *pieces])
+    return pairs, _lookup(nodes, node_labels, pairs[:, 0])
 
 
-def deal(labels: np.ndarray, n_groups: int, pair_labels: np.ndarray | None = None) -> np.ndarray:
-    """Deal components to groups of about equal work.
-
-    A component's work is taken as its nodes plus its pairs (a dense component costs more
-    than its size says). The heaviest components go one by one to the lightest group so far;
-    the rest, heaviest first, raise the lighter groups to one level (a group over it, such as
-    one holding a giant component, takes no more).
-
-    Parameters
-    ----------
-    labels : ndarray, dtype int64
-        Component of each node (`components`).
-    n_groups : int
-        Groups, ``>= 1``.
-    pair_labels : ndarray, dtype int64, optional
-        Component of each pair; without it, a component's work is its nodes.
-
-    Returns
-    -------
-    ndarray, shape (labels.size,), dtype int64
-        Group of each node: the nodes of a component share one.
-
-    Examples
-    --------
-    >>> deal(np.array([0, 0, 1, 2, 0, 2]), 2).tolist()
-    [0, 0, 1, 1, 0, 1]
-    >>> deal(np.array([0, 0, 1, 2, 0, 2]), 2, pair_labels=np.array([2, 2, 2, 2])).tolist()
-    [1, 1, 1, 0, 1, 0]
-    """
-    n_components = int(labels.max()) + 1 if labels.size else 0
-    work = np.bincount(labels, minlength=n_components)
-    if pair_labels is not None:
-        work = work + np.bincount(pair_labels, minlength=n_components)
-    order = np.argsort(-work, kind="stable")
-    of = np.zeros(n_components, dtype=np.int64)
-    load = np.zeros(n_groups, dtype=np.int64)
-    heavy = order[: _HEAVY_PER_GROUP * n_groups]
-    for component in heavy.tolist():
-        lightest = int(np.argmin(load))
-        of[component] = lightest
-        load[lightest] += work[component]
-    rest = order[heavy.size :]
-    # the rest raise the lightest groups to one level (a group heavier already takes none);
-    # group g takes the next components while their running sum stays in its share
-    share = np.maximum(_level(load, int(work[rest].sum())) - load, 0)
-    middle = np.cumsum(work[rest]) - work[rest] / 2
-    of[rest] = np.minimum(np.searchsorted(np.cumsum(share), middle), n_groups - 1)
-    group: np.ndarray = of[labels]
-    return group
-
-
-def _level(load: np.ndarray, extra: int) -> float:
-    """Return the level to which ``extra`` raises the lightest groups of ``load`` (water filling).
-
-    Examples
-    --------
-    >>> _level(np.array([10, 1, 3]), 6)
-    5.0
-    """
-    ordered = np.sort(load).astype(np.float64)
-    levels = (extra + np.cumsum(ordered)) / np.arange(1, ordered.size + 1)
-    # the k lightest groups are raised while the level reaches the k-th of them
-    k = int(np.flatnonzero(levels >= ordered)[-1])
-    return float(levels[k])
-
-
-def group_documents(
-    nodes: np.ndarray, group: np.ndarray, members: np.ndarray, n_groups: int
+def work_pieces(
+    documents: np.ndarray, pairs: tuple[np.ndarray, np.ndarray], n_shards: int
 ) -> list[np.ndarray]:
-    """Every document of the components, by group.
+    """Count a node shard's work per component, ``(component, work)``, routed to shards (a task).
 
-    A node is a code, named by the lowest row of its documents: a code of one document is that
-    document; the documents of a code of several are in ``members``.
+    Examples
+    --------
+    >>> documents = np.array([[5, 5, 2], [8, 5, 2], [9, 9, 9]])
+    >>> pairs = (np.zeros((1, 2), np.int64), np.array([2]))
+    >>> [p.tolist() for p in work_pieces(documents, pairs, 1)]
+    [[[2, 3], [9, 1]]]
+    """
+    components, work = np.unique(np.concatenate([documents[:, 2], pairs[1]]), return_counts=True)
+    rows = np.stack([components, work], axis=1).astype(np.int64)
+    return by_shard(rows, shard_of(components, n_shards), n_shards)
+
+
+def component_work(pieces: list[np.ndarray]) -> np.ndarray:
+    """Sum the work of each component (a task).
+
+    Returns
+    -------
+    ndarray, shape (c, 2), dtype int64
+        ``(component, work)``, ascending components.
+
+    Examples
+    --------
+    >>> component_work([np.array([[9, 1], [2, 3]]), np.array([[2, 4]])]).tolist()
+    [[2, 7], [9, 1]]
+    """
+    rows = np.concatenate([np.zeros((0, 2), np.int64), *pieces])
+    components, inverse = np.unique(rows[:, 0], return_inverse=True)
+    work = np.bincount(inverse, weights=rows[:, 1], minlength=components.size)
+    return np.stack([components, work.astype(np.int64)], axis=1)
+
+
+def group_of(
+    components: np.ndarray, heavy: tuple[np.ndarray, np.ndarray], n_groups: int
+) -> np.ndarray:
+    """Return the group of each component: a heavy one's as dealt, else a hash of its label.
+
+    Examples
+    --------
+    >>> heavy = (np.array([7]), np.array([1]))
+    >>> group_of(np.array([7, 7]), heavy, 3).tolist()
+    [1, 1]
+    """
+    words = components.astype(np.int64).view(np.uint64).reshape(-1, 1)
+    hashed = (mix_words(words, salt=_GROUP_SALT) % np.uint64(n_groups)).astype(np.int64)
+    labels, groups = heavy
+    if not labels.size:
+        return hashed
+    at = np.minimum(np.searchsorted(labels, components), labels.size - 1)
+    grouped: np.ndarray = np.where(labels[at] == components, groups[at], hashed)
+    return grouped
+
+
+def heavy_components(
+    work: np.ndarray, threshold: float, n_groups: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Find a shard's components of ``threshold`` work or more, and the rest's by group (a task).
+
+    Returns
+    -------
+    heavy : ndarray, shape (h, 2), dtype int64
+        ``(component, work)`` of the heavy components.
+    light : ndarray, shape (n_groups,), dtype int64
+        The work of the other components of each group (dealt by `group_of`).
+
+    Examples
+    --------
+    >>> heavy, light = heavy_components(np.array([[2, 7], [9, 1]]), 5, 1)
+    >>> heavy.tolist(), light.tolist()
+    ([[2, 7]], [1])
+    """
+    big = work[:, 1] >= threshold
+    light = work[~big]
+    group = group_of(light[:, 0], (np.zeros(0, np.int64), np.zeros(0, np.int64)), n_groups)
+    load = np.bincount(group, weights=light[:, 1], minlength=n_groups).astype(np.int64)
+    return work[big], load
+
+
+def deal_heavy(heavy: np.ndarray, light: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Deal the heavy components, heaviest first, each to the lightest group so far.
 
     Parameters
     ----------
-    nodes, group : ndarray, dtype int64
-        Every code in a component, ascending, and its group.
-    members : ndarray, shape (k, 2), dtype int64
-        ``(row, code)`` of every document of a code of two or more documents (each of those
-        codes is a node).
+    heavy : ndarray, shape (h, 2), dtype int64
+        ``(component, work)`` of the heavy components.
+    light : ndarray, dtype int64
+        The other components' work in each group.
+
+    Returns
+    -------
+    components : ndarray, dtype int64
+        The heavy components, ascending.
+    groups : ndarray, dtype int64
+        The group of each.
+
+    Examples
+    --------
+    >>> [a.tolist() for a in deal_heavy(np.array([[4, 10], [9, 30]]), np.array([5, 0]))]
+    [[4, 9], [0, 1]]
+    """
+    order = np.lexsort((heavy[:, 0], -heavy[:, 1]))
+    load = light.astype(np.int64).copy()
+    groups = np.zeros(len(heavy), dtype=np.int64)
+    for k in order.tolist():
+        groups[k] = int(np.argmin(load))
+        load[groups[k]] += heavy[k, 1]
+    ascending = np.argsort(heavy[:, 0], kind="stable")
+    return heavy[ascending, 0].astype(np.int64), groups[ascending]
+
+
+def route_groups(
+    documents: np.ndarray,
+    pairs: tuple[np.ndarray, np.ndarray],
+    heavy: tuple[np.ndarray, np.ndarray],
+    n_groups: int,
+    offsets: np.ndarray,
+) -> tuple[list[np.ndarray], list[np.ndarray], np.ndarray]:
+    """Split a node shard's documents and pairs by group (a task).
+
+    Parameters
+    ----------
+    documents : ndarray, shape (d, 3), dtype int64
+        ``(row, code, component)`` (`shard_documents`).
+    pairs : (ndarray, ndarray)
+        Pairs and their components (`shard_pairs`).
+    heavy : (ndarray, ndarray)
+        The heavy components and their groups (`deal_heavy`).
     n_groups : int
         Groups.
+    offsets : ndarray, dtype int64
+        Global row of each partition's first document, and the number of documents last.
 
     Returns
     -------
-    list of ndarray, shape (k, 2), dtype int64
-        For each group, ``(row, code)`` of its documents, ascending rows.
+    documents : list of ndarray, shape (k, 2), dtype int64
+        ``(row, code)`` of each group's documents.
+    pairs : list of ndarray, shape (p, 2), dtype int64
+        Each group's pairs.
+    counts : ndarray, shape (n_groups, partitions), dtype int64
+        Documents of each group in each partition.
+    """
+    group = group_of(documents[:, 2], heavy, n_groups)
+    partition = np.searchsorted(offsets, documents[:, 0], side="right") - 1
+    n_parts = offsets.size - 1
+    counts = np.bincount(group * n_parts + partition, minlength=n_groups * n_parts)
+    return (
+        by_shard(documents[:, :2], group, n_groups),
+        by_shard(pairs[0], group_of(pairs[1], heavy, n_groups), n_groups),
+        counts.reshape(n_groups, n_parts).astype(np.int64),
+    )
+
+
+def group_inputs(
+    documents: list[np.ndarray], pairs: list[np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Gather one group's documents (ascending rows) and pairs from every shard (a task).
 
     Examples
     --------
-    >>> nodes, group = np.array([0, 2, 5]), np.array([1, 0, 1])
-    >>> members = np.array([[0, 0], [3, 0], [9, 0]])
-    >>> [d.tolist() for d in group_documents(nodes, group, members, 2)]
-    [[[2, 2]], [[0, 0], [3, 0], [5, 5], [9, 0]]]
+    >>> documents, pairs = group_inputs([np.array([[9, 4]]), np.array([[4, 4]])], [])
+    >>> documents.tolist(), pairs.shape
+    ([[4, 4], [9, 4]], (0, 2))
     """
-    alone = nodes[~np.isin(nodes, members[:, 1])]
-    documents = np.concatenate([members, np.stack([alone, alone], axis=1)])
-    of = group[np.searchsorted(nodes, documents[:, 1])]
-    order = np.lexsort((documents[:, 0], of))
-    bounds = np.searchsorted(of[order], np.arange(n_groups + 1))
-    return [documents[order[lo:hi]] for lo, hi in itertools.pairwise(bounds)]
+    rows = np.concatenate([np.zeros((0, 2), np.int64), *documents])
+    return rows[np.argsort(rows[:, 0])], np.concatenate([np.zeros((0, 2), np.int64), *pairs])
+
+
+def rows_between(inputs: tuple[np.ndarray, np.ndarray], lo: int, hi: int) -> np.ndarray:
+    """Return a group's rows in ``[lo, hi)``: one partition's share (a task).
+
+    Examples
+    --------
+    >>> rows_between((np.array([[4, 4], [9, 4]]), np.zeros((0, 2))), 5, 10).tolist()
+    [9]
+    """
+    rows = inputs[0][:, 0]
+    at: np.ndarray = rows[np.searchsorted(rows, lo) : np.searchsorted(rows, hi)]
+    return at
 
 
 def cluster_group(
