@@ -438,6 +438,11 @@ def test_command_line_annotates_scores_and_reports_on_a_cluster(corpus, cluster,
     assert {"annotated/", "report.md"} <= set(
         json.loads((spread / "summary.json").read_text())["files"]
     )
+    capsys.readouterr()
+    unverified = [str(layouts[4]), "--scheduler", cluster.scheduler_address, "--no-verify"]
+    assert main(["dedup", *unverified, "--out", str(tmp_path / "u"), *common]) == 0
+    assert "no report.md with --no-verify on a cluster" in capsys.readouterr().err
+    assert not (tmp_path / "u" / "report.md").exists()
 
 
 @pytest.mark.parametrize("copies", [1, 2])  # no near-duplicate at all, then many
