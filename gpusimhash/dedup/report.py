@@ -39,6 +39,7 @@ __all__ = [
     "PLOTS",
     "ClusterView",
     "draw_sample",
+    "largest_clusters",
     "neighbours",
     "sample_pairs",
     "sampled_cosines",
@@ -132,8 +133,30 @@ def _neighbourhood(codes: np.ndarray, queries: np.ndarray, limit: int) -> tuple[
     return query[other], rows[other], distances[other]
 
 
-def _examples(clusters: ClusterView, codes: np.ndarray) -> list[dict[str, Any]]:
-    """Pick the largest clusters: kept row and the members least similar to it, with edges."""
+def largest_clusters(clusters: ClusterView, codes: np.ndarray) -> list[dict[str, Any]]:
+    """Pick the largest clusters: kept row and the members least similar to it, with edges.
+
+    Parameters
+    ----------
+    clusters : ClusterView
+        The clustering (of any documents: rows are positions in it).
+    codes : ndarray, shape (n, bits // 8), dtype uint8
+        The documents' codes.
+
+    Returns
+    -------
+    list of dict
+        Up to `EXAMPLE_CLUSTERS` clusters of two or more documents, the largest first (ties:
+        lowest label): ``size``, ``kept`` (row), and up to `EXAMPLE_MEMBERS` ``members``, the
+        least similar to the kept one first, with their ``similarities`` and ``distances``.
+
+    Examples
+    --------
+    >>> view = ClusterView(np.array([0, 0, 1, 0]), np.array([0, 2]), np.array([1, 0.9, 1, 0.8]))
+    >>> codes = np.array([[0], [1], [7], [3]], dtype=np.uint8)
+    >>> [(e["size"], e["kept"], e["members"], e["distances"]) for e in largest_clusters(view, codes)]
+    [(3, 0, [3, 1], [2, 1])]
+    """
     sizes = np.bincount(clusters.labels) if clusters.labels.size else np.zeros(0, np.int64)
     largest = np.lexsort((np.arange(sizes.size), -sizes))[:EXAMPLE_CLUSTERS]
     largest = largest[sizes[largest] > 1]
@@ -201,7 +224,7 @@ def sample_pairs(
     return draw_sample(
         found,
         found_distances,
-        _examples(clusters, codes) if clusters is not None else [],
+        largest_clusters(clusters, codes) if clusters is not None else [],
         n=codes.shape[0],
         bits=codes.shape[1] * 8,
         radius=int(groups.max_distance),

@@ -727,7 +727,7 @@ class _Run:
         found, distances = _found_pairs(clustered, code_of, hashes)
         kept_local = clustered.kept[[np.searchsorted(clustered.rows, c[0]) for c in clusters]]
         view = report_module.ClusterView(clustered.number, kept_local, clustered.similarity)
-        examples = report_module._examples(view, code_of)  # by position among the clustered
+        examples = report_module.largest_clusters(view, code_of)  # by position among them
         for example in examples:
             example["kept"] = int(clustered.rows[example["kept"]])
             example["members"] = clustered.rows[example["members"]].tolist()
