@@ -389,6 +389,8 @@ def test_report_shows_what_one_machine_shows(
 
     if sampled is not None:
         monkeypatch.setattr(report, "SAMPLED_PAIRS", sampled)
+        # one machine searches the neighbourhood 128 codes at a time: its order is by scan
+        monkeypatch.setattr(report, "CODES_PER_SCAN", 128)
     root, layouts = corpus
     with _two_workers(cluster) as client:
         dedup(layouts[n_parts], tmp_path, client=client, **options)
