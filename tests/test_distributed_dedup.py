@@ -28,6 +28,8 @@ def _records():
         {"id": f"d{d.id}", "text": d.text, "score": (d.id * 7919) % 101, "group": d.group}
         for d in docs
     ]
+    for record in records:  # string labels for the ground truth
+        record["topic"] = f"t{record['group']}"
     # featureless documents, and copies of them
     for k in (3, 500, 501, 1100):
         records[k] = {**records[k], "text": "" if k % 2 else "  ", "score": k}
@@ -341,7 +343,7 @@ def test_annotate_writes_every_record_as_one_machine(corpus, cluster, tmp_path, 
 
 def test_truth_field_gives_the_single_machine_removal_scores(corpus, cluster, tmp_path):
     root, layouts = corpus
-    options = {**FAST, "truth_field": "group"}
+    options = {**FAST, "truth_field": "topic"}
     with _two_workers(cluster) as client:
         result = dedup(layouts[7], tmp_path, client=client, **options)
     single, _ = _single(root, options)
