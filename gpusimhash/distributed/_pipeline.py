@@ -9,6 +9,7 @@ Stages (task keys ``gpusimhash-<stage>-<run>-...``):
 3. ``table``: for each of the ``r + 1`` pigeonhole tables, (row, code) of every distinct code,
    24 bytes at 128 bits, shuffled by the table's key; each task joins its buckets and keeps
    the pairs of distinct codes no earlier table found (`gpusimhash.distributed._tables`).
+   A crowded bucket (over `_tables.SPLIT_CODES` codes) is joined by several ``share`` tasks.
 4. ``cluster``: the driver gathers those pairs (16 bytes each) and (row, code) of the
    documents of codes of two or more documents (16 bytes each), labels the connected
    components of the candidate graph, deals them to groups and names each group's documents;
@@ -295,9 +296,9 @@ class _Run:
             client.submit(tables.table_pieces, c, blocks, n_tasks, key=self.key("table-split", b))
             for b, c in enumerate(self.collapsed)
         ]
-        self.candidates = [
-            client.submit(
-                tables.join_table,
+        sorted_codes = {
+            (t, j): client.submit(
+                tables.bucket_table,
                 [
                     client.submit(_piece, piece, t, j, key=self.key("table-piece", t, j, b))
                     for b, piece in enumerate(pieces)
@@ -305,16 +306,29 @@ class _Run:
                 t,
                 blocks,
                 bits,
-                self.limit.radius,
-                key=self.key("table", t, j),
+                key=self.key("table-sort", t, j),
             )
             for t in range(len(blocks))
             for j in range(n_tasks)
+        }
+        self.candidates = [
+            client.submit(
+                tables.join_table,
+                codes,
+                t,
+                blocks,
+                bits,
+                self.limit.radius,
+                key=self.key("table", t, j),
+            )
+            for (t, j), codes in sorted_codes.items()
         ]
+        crowded = self._split_crowded(sorted_codes, blocks)
         self.featureless = np.concatenate(
             [np.zeros(0, np.int64), *client.gather([client.submit(_piece, s, 1) for s in split])]
         )
         return {
+            **crowded,
             "collapse_bytes": sum(client.gather([client.submit(_nbytes, s) for s in split])),
             "table_bytes": sum(client.gather([client.submit(_nbytes, p) for p in pieces])),
             "tables": len(blocks),
@@ -323,6 +337,48 @@ class _Run:
                 client.gather([client.submit(_distinct, c) for c in self.collapsed])
             ),
         }
+
+    def _split_crowded(
+        self, sorted_codes: dict[tuple[int, int], Any], blocks: tuple[tuple[int, int], ...]
+    ) -> dict[str, int]:
+        """Join each crowded bucket by share tasks; add their futures to the candidates.
+
+        The driver learns only the crowded buckets' sizes; each bucket is selected and planned
+        on the worker holding its table task's codes, and its shares run wherever Dask puts them.
+        """
+        client, bits, radius = self.client, self.settings.bits, self.limit.radius
+        tasks = list(sorted_codes)
+        sizes = client.gather(
+            [client.submit(tables.crowded_sizes, sorted_codes[task]) for task in tasks]
+        )
+        split_tasks = 0
+        for (t, j), bucket_sizes in zip(tasks, sizes, strict=True):
+            for i, size in enumerate(bucket_sizes):
+                bucket = client.submit(
+                    tables.crowded_bucket,
+                    sorted_codes[t, j],
+                    i,
+                    bits,
+                    radius,
+                    key=self.key("bucket", t, j, i),
+                )
+                shares = tables.share_count(size, self.n_workers)
+                self.candidates += [
+                    client.submit(
+                        tables.join_share,
+                        bucket,
+                        share,
+                        shares,
+                        t,
+                        blocks,
+                        bits,
+                        radius,
+                        key=self.key("share", t, j, i, share),
+                    )
+                    for share in range(shares)
+                ]
+                split_tasks += shares
+        return {"split_buckets": sum(map(len, sizes)), "split_tasks": split_tasks}
 
     # ------------------------------------------------------------ cluster
 
@@ -520,6 +576,8 @@ class _Run:
                 "table_shuffle_bytes_per_document_per_table": (
                     round(stats["table_bytes"] / n / n_tables, 2) if n else 0.0
                 ),
+                "split_buckets": stats["split_buckets"],
+                "split_tasks": stats["split_tasks"],
             },
             "timings_s": {k: round(v, 4) for k, v in timings.items()},
             "files": files,

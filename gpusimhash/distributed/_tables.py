@@ -11,6 +11,14 @@ sub-blocks of the other bits (`sub_blocks`) split each bucket, pairs sharing a s
 compared, and a pair is kept from the first sub-block and the first table on which it agrees,
 so every pair comes from exactly one table, with no global deduplication, and a bucket of any
 size (real codes crowd some keys) costs about its sub-buckets' pairs.
+
+A bucket of more than `SPLIT_CODES` distinct codes (a crowded key; a degenerate corpus can put
+millions of codes under one) is not joined by its table's task: the task sorts its codes by
+key (`bucket_table`), the driver learns only the sizes of such buckets (`crowded_sizes`), and
+each of them is selected where it is and planned once (`crowded_bucket`), then joined by
+several share tasks (`join_share`), each running one share of the single-machine MIH join
+(`gpusimhash.search.mih.join_share`) and dropping the pairs of earlier tables, so a crowded
+bucket's work and pairs spread over the cluster with the same pairs, each once.
 """
 
 from __future__ import annotations
@@ -23,18 +31,29 @@ import numpy as np
 from gpusimhash import _segments
 from gpusimhash.distributed._partitions import mix_words
 from gpusimhash.search import mih
+from gpusimhash.search._join import threads
 
 __all__ = [
     "BUCKET_CAP",
+    "SPLIT_CODES",
+    "Bucket",
     "Collapsed",
+    "Table",
+    "bucket_table",
     "collapse",
+    "crowded_bucket",
+    "crowded_sizes",
+    "join_share",
     "join_table",
     "pigeonhole_blocks",
+    "share_count",
     "table_pieces",
 ]
 
 MAX_KEY_BITS = 32  # widest key (a wider block is cut to its first 32 bits: still exact)
 BUCKET_CAP = 2048  # larger buckets go to the single-machine MIH join, one at a time
+SPLIT_CODES = 1 << 16  # larger buckets are joined by share tasks, about one per SPLIT_CODES codes
+_SHARES_PER_WORKER = 4  # most share tasks of one bucket, per worker
 _CHUNK_PAIRS = 1 << 22  # pairs of small buckets compared at a time
 
 
@@ -165,19 +184,147 @@ def table_pieces(
     return out
 
 
-def join_table(
+@dataclass(frozen=True)
+class Table:
+    """A table task's distinct codes, sorted by their key on the table's block.
+
+    Attributes
+    ----------
+    rows, words, keys : ndarray
+        Each code's lowest row (int64), the code as uint64 words and its key (uint64), by key.
+    crowded : ndarray, shape (c, 2), dtype int64
+        ``(start, stop)`` of each bucket of more than `SPLIT_CODES` codes, joined apart.
+    """
+
+    rows: np.ndarray
+    words: np.ndarray
+    keys: np.ndarray
+    crowded: np.ndarray
+
+
+@dataclass(frozen=True)
+class Bucket:
+    """One crowded bucket and the plan every share of its join follows.
+
+    Attributes
+    ----------
+    rows, words : ndarray
+        The bucket's codes: lowest rows (int64) and uint64 words.
+    plan : Plan
+        The single-machine join's plan for these codes (`gpusimhash.search.mih.plan`).
+    """
+
+    rows: np.ndarray
+    words: np.ndarray
+    plan: mih.Plan
+
+
+def bucket_table(
     pieces: list[tuple[np.ndarray, np.ndarray]],
     table: int,
     blocks: tuple[tuple[int, int], ...],
     bits: int,
-    radius: int,
-) -> np.ndarray:
-    """Join the buckets of one table's task; return candidate pairs of codes.
+) -> Table:
+    """Sort one table task's codes by key and find its buckets of more than `SPLIT_CODES`.
 
     Parameters
     ----------
     pieces : list of (rows, words)
         Distinct codes routed to this task by every collapse task.
+    table : int
+        The table (index into `blocks`).
+    blocks : tuple of (int, int)
+        Every table's block.
+    bits : int
+        Code length.
+
+    Returns
+    -------
+    Table
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> words = np.array([[1], [3], [2], [5]], dtype=np.uint64)
+    >>> found = bucket_table([(np.arange(4), words)], 0, ((0, 1), (1, 1)), 8)
+    >>> found.rows.tolist(), found.keys.tolist(), found.crowded.shape
+    ([2, 0, 1, 3], [0, 1, 1, 1], (0, 2))
+    """
+    n_words = pieces[0][1].shape[1] if pieces else -(-bits // 64)
+    rows = np.concatenate([np.zeros(0, np.int64), *(p[0] for p in pieces)])
+    words = np.concatenate([np.zeros((0, n_words), np.uint64), *(p[1] for p in pieces)])
+    keys = block_keys(words, *blocks[table])
+    order = np.argsort(keys, kind="stable")
+    keys = keys[order]
+    new = np.ones(keys.size, dtype=bool)
+    new[1:] = keys[1:] != keys[:-1]
+    edges = np.append(np.flatnonzero(new), keys.size)
+    bounds = np.stack([edges[:-1], edges[1:]], axis=1).astype(np.int64)
+    crowded = bounds[bounds[:, 1] - bounds[:, 0] > SPLIT_CODES]
+    return Table(rows[order], words[order], keys, crowded)
+
+
+def crowded_sizes(table: Table) -> list[int]:
+    """Return the number of codes of each crowded bucket of a table task (a task)."""
+    return (table.crowded[:, 1] - table.crowded[:, 0]).tolist()
+
+
+def share_count(size: int, workers: int) -> int:
+    """Return the share tasks of a crowded bucket's join: one per `SPLIT_CODES` codes, capped.
+
+    Parameters
+    ----------
+    size : int
+        Codes in the bucket.
+    workers : int
+        Workers of the cluster: at most four shares each.
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> share_count(200_000, 2), share_count(10_000_000, 2)
+    (4, 8)
+    """
+    return max(1, min(-(-size // SPLIT_CODES), _SHARES_PER_WORKER * workers))
+
+
+def crowded_bucket(table: Table, bucket: int, bits: int, radius: int) -> Bucket:
+    """Select a crowded bucket of a table task and plan its join once (a task).
+
+    Parameters
+    ----------
+    table : Table
+        The table task's codes.
+    bucket : int
+        Which crowded bucket (index into ``table.crowded``).
+    bits, radius : int
+        Code length and Hamming radius.
+
+    Returns
+    -------
+    Bucket
+    """
+    start, stop = table.crowded[bucket].tolist()
+    words = np.ascontiguousarray(table.words[start:stop])
+    return Bucket(table.rows[start:stop], words, mih.plan(words, bits, radius, workers=threads()))
+
+
+def join_table(
+    table_codes: Table,
+    table: int,
+    blocks: tuple[tuple[int, int], ...],
+    bits: int,
+    radius: int,
+) -> np.ndarray:
+    """Join the buckets of one table's task, but the crowded ones; return candidate pairs.
+
+    Parameters
+    ----------
+    table_codes : Table
+        The task's codes (`bucket_table`).
     table : int
         The table (index into `blocks`).
     blocks : tuple of (int, int)
@@ -191,18 +338,63 @@ def join_table(
         ``(a, b)``, ``a < b``: distinct codes (lowest rows) within the radius, each pair found
         by no earlier table.
     """
-    n_words = pieces[0][1].shape[1] if pieces else -(-bits // 64)
-    rows = np.concatenate([np.zeros(0, np.int64), *(p[0] for p in pieces)])
-    words = np.concatenate([np.zeros((0, n_words), np.uint64), *(p[1] for p in pieces)])
+    keep = np.ones(table_codes.rows.size, dtype=bool)
+    for start, stop in table_codes.crowded.tolist():
+        keep[start:stop] = False
+    rows, words = table_codes.rows[keep], table_codes.words[keep]
     lo, width = blocks[table]
-    keys = block_keys(words, lo, width)
-    pairs = _join_buckets(words, keys, bits, radius, sub_blocks(bits, radius, lo, width))
+    pairs = _join_buckets(
+        words, table_codes.keys[keep], bits, radius, sub_blocks(bits, radius, lo, width)
+    )
+    return _new_pairs(rows, words, pairs, blocks[:table])
+
+
+def join_share(
+    bucket: Bucket,
+    share: int,
+    shares: int,
+    table: int,
+    blocks: tuple[tuple[int, int], ...],
+    bits: int,
+    radius: int,
+) -> np.ndarray:
+    """Join one share of a crowded bucket; return its candidate pairs (a task).
+
+    Parameters
+    ----------
+    bucket : Bucket
+        The bucket and its plan (`crowded_bucket`).
+    share, shares : int
+        Which share of how many (`gpusimhash.search.mih.join_share`).
+    table : int
+        The bucket's table (index into `blocks`).
+    blocks : tuple of (int, int)
+        Every table's block.
+    bits, radius : int
+        Code length and Hamming radius.
+
+    Returns
+    -------
+    ndarray, shape (p, 2), dtype int64
+        As `join_table`: the shares of a bucket together give each of its pairs once.
+    """
+    pairs = mih.join_share(bucket.words, bits, radius, share, shares, chosen=bucket.plan)
+    return _new_pairs(bucket.rows, bucket.words, pairs, blocks[:table])
+
+
+def _new_pairs(
+    rows: np.ndarray,
+    words: np.ndarray,
+    pairs: np.ndarray,
+    earlier: tuple[tuple[int, int], ...],
+) -> np.ndarray:
+    """Pairs of codes (indices) found by no earlier table, as lowest rows, lower first."""
     left, right = pairs[:, 0], pairs[:, 1]
-    earlier = np.zeros(left.size, dtype=bool)
-    for lo_, width_ in blocks[:table]:
-        k = block_keys(words, lo_, width_)
-        earlier |= k[left] == k[right]
-    a, b = rows[left[~earlier]], rows[right[~earlier]]
+    found = np.zeros(left.size, dtype=bool)
+    for lo, width in earlier:
+        keys = block_keys(words, lo, width)
+        found |= keys[left] == keys[right]
+    a, b = rows[left[~found]], rows[right[~found]]
     return np.stack([np.minimum(a, b), np.maximum(a, b)], axis=1).astype(np.int64)
 
 
