@@ -9,7 +9,7 @@ Stages (task keys ``gpusimhash-<stage>-<run>-...``):
 3. ``table``: for each of the ``r + 1`` pigeonhole tables, (row, code) of every distinct code,
    24 bytes at 128 bits, shuffled by the table's key; each task joins its buckets and keeps
    the pairs of distinct codes no earlier table found (`gpusimhash.distributed._tables`).
-   A crowded bucket (over `_tables.SPLIT_CODES` codes) is joined by several ``share`` tasks.
+   A crowded bucket (over `_tables.SPLIT_CODES` codes) is joined apart, by ``share`` tasks.
 4. ``cluster``: the driver gathers those pairs (16 bytes each) and (row, code) of the
    documents of codes of two or more documents (16 bytes each), labels the connected
    components of the candidate graph, deals them to groups and names each group's documents;
@@ -306,6 +306,7 @@ class _Run:
                 t,
                 blocks,
                 bits,
+                self.limit.radius,
                 key=self.key("table-sort", t, j),
             )
             for t in range(len(blocks))
@@ -343,27 +344,30 @@ class _Run:
     ) -> dict[str, int]:
         """Join each crowded bucket by share tasks; add their futures to the candidates.
 
-        The driver learns only the crowded buckets' sizes; each bucket is selected and planned
-        on the worker holding its table task's codes, and its shares run wherever Dask puts them.
+        The driver learns only the crowded buckets' sizes and estimated seconds, from each
+        table task as soon as it has sorted its codes; each bucket is selected on the worker
+        holding them, and its shares, ahead of the table tasks still waiting (the longest work
+        first), run wherever Dask puts them. The candidates stay in (table, task, bucket) order.
         """
+        from dask.distributed import as_completed
+
         client, bits, radius = self.client, self.settings.bits, self.limit.radius
-        tasks = list(sorted_codes)
-        sizes = client.gather(
-            [client.submit(tables.crowded_sizes, sorted_codes[task]) for task in tasks]
-        )
-        split_tasks = 0
-        for (t, j), bucket_sizes in zip(tasks, sizes, strict=True):
-            for i, size in enumerate(bucket_sizes):
+        asked = {
+            client.submit(tables.crowded_work, codes): task for task, codes in sorted_codes.items()
+        }
+        found: dict[tuple[int, int, int], list[Any]] = {}
+        for future, buckets in as_completed(asked, with_results=True):  # type: ignore[no-untyped-call]
+            t, j = asked[future]
+            for i, (_, seconds) in enumerate(buckets):
                 bucket = client.submit(
                     tables.crowded_bucket,
                     sorted_codes[t, j],
                     i,
-                    bits,
-                    radius,
                     key=self.key("bucket", t, j, i),
+                    priority=1,
                 )
-                shares = tables.share_count(size, self.n_workers)
-                self.candidates += [
+                shares = tables.share_count(seconds, self.n_workers)
+                found[t, j, i] = [
                     client.submit(
                         tables.join_share,
                         bucket,
@@ -374,11 +378,17 @@ class _Run:
                         bits,
                         radius,
                         key=self.key("share", t, j, i, share),
+                        priority=1,
                     )
                     for share in range(shares)
                 ]
-                split_tasks += shares
-        return {"split_buckets": sum(map(len, sizes)), "split_tasks": split_tasks}
+        for index in sorted(found):
+            self.candidates += found[index]
+        return {
+            "crowded_buckets": len(found),
+            "split_buckets": sum(len(shares) > 1 for shares in found.values()),
+            "share_tasks": sum(map(len, found.values())),
+        }
 
     # ------------------------------------------------------------ cluster
 
@@ -576,8 +586,9 @@ class _Run:
                 "table_shuffle_bytes_per_document_per_table": (
                     round(stats["table_bytes"] / n / n_tables, 2) if n else 0.0
                 ),
+                "crowded_buckets": stats["crowded_buckets"],
                 "split_buckets": stats["split_buckets"],
-                "split_tasks": stats["split_tasks"],
+                "share_tasks": stats["share_tasks"],
             },
             "timings_s": {k: round(v, 4) for k, v in timings.items()},
             "files": files,

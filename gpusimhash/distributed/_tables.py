@@ -14,16 +14,18 @@ size (real codes crowd some keys) costs about its sub-buckets' pairs.
 
 A bucket of more than `SPLIT_CODES` distinct codes (a crowded key; a degenerate corpus can put
 millions of codes under one) is not joined by its table's task: the task sorts its codes by
-key (`bucket_table`), the driver learns only the sizes of such buckets (`crowded_sizes`), and
-each of them is selected where it is and planned once (`crowded_bucket`), then joined by
-several share tasks (`join_share`), each running one share of the single-machine MIH join
-(`gpusimhash.search.mih.join_share`) and dropping the pairs of earlier tables, so a crowded
-bucket's work and pairs spread over the cluster with the same pairs, each once.
+key and plans the join of each such bucket once (`bucket_table`), the driver learns only their
+sizes and estimated seconds (`crowded_work`), and each is selected where it is
+(`crowded_bucket`), then joined by `share_count` share tasks (`join_share`), each running one
+share of the single-machine MIH join (`gpusimhash.search.mih.join_share`) and dropping the
+pairs of earlier tables, so a crowded bucket's work and pairs spread over the cluster with the
+same pairs, each once.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,7 +44,7 @@ __all__ = [
     "bucket_table",
     "collapse",
     "crowded_bucket",
-    "crowded_sizes",
+    "crowded_work",
     "join_share",
     "join_table",
     "pigeonhole_blocks",
@@ -52,7 +54,14 @@ __all__ = [
 
 MAX_KEY_BITS = 32  # widest key (a wider block is cut to its first 32 bits: still exact)
 BUCKET_CAP = 2048  # larger buckets go to the single-machine MIH join, one at a time
-SPLIT_CODES = 1 << 16  # larger buckets are joined by share tasks, about one per SPLIT_CODES codes
+# Larger buckets are joined apart, by share tasks. Measured (bench/bench_split.py shares, one
+# thread): a bucket of 16,384 codes joins in 0.09 s at 256 bits radius 68 (brute force, the
+# dearest case) and 0.004-0.007 s at 128 bits radius 3, and planning a bucket costs 0.04-0.05 s.
+SPLIT_CODES = 1 << 14
+# Estimated join seconds per share task (`mih.Plan.seconds`, within 2-4x of measured): a bucket
+# estimated under this is one task; MIH shares each build the plan's tables (a 1M-code bucket at
+# 128 bits radius 3, 0.1 s estimated, 0.27 s measured, costs 1.46 s in 8 shares).
+_SHARE_SECONDS = 0.5
 _SHARES_PER_WORKER = 4  # most share tasks of one bucket, per worker
 _CHUNK_PAIRS = 1 << 22  # pairs of small buckets compared at a time
 
@@ -194,12 +203,15 @@ class Table:
         Each code's lowest row (int64), the code as uint64 words and its key (uint64), by key.
     crowded : ndarray, shape (c, 2), dtype int64
         ``(start, stop)`` of each bucket of more than `SPLIT_CODES` codes, joined apart.
+    plans : tuple of Plan
+        The single-machine join's plan of each crowded bucket (`gpusimhash.search.mih.plan`).
     """
 
     rows: np.ndarray
     words: np.ndarray
     keys: np.ndarray
     crowded: np.ndarray
+    plans: tuple[mih.Plan, ...]
 
 
 @dataclass(frozen=True)
@@ -211,7 +223,7 @@ class Bucket:
     rows, words : ndarray
         The bucket's codes: lowest rows (int64) and uint64 words.
     plan : Plan
-        The single-machine join's plan for these codes (`gpusimhash.search.mih.plan`).
+        The plan of its join.
     """
 
     rows: np.ndarray
@@ -224,8 +236,9 @@ def bucket_table(
     table: int,
     blocks: tuple[tuple[int, int], ...],
     bits: int,
+    radius: int,
 ) -> Table:
-    """Sort one table task's codes by key and find its buckets of more than `SPLIT_CODES`.
+    """Sort one table task's codes by key; find and plan its buckets of over `SPLIT_CODES`.
 
     Parameters
     ----------
@@ -235,8 +248,8 @@ def bucket_table(
         The table (index into `blocks`).
     blocks : tuple of (int, int)
         Every table's block.
-    bits : int
-        Code length.
+    bits, radius : int
+        Code length and Hamming radius.
 
     Returns
     -------
@@ -246,7 +259,7 @@ def bucket_table(
     --------
     >>> import numpy as np
     >>> words = np.array([[1], [3], [2], [5]], dtype=np.uint64)
-    >>> found = bucket_table([(np.arange(4), words)], 0, ((0, 1), (1, 1)), 8)
+    >>> found = bucket_table([(np.arange(4), words)], 0, ((0, 1), (1, 1)), 8, 1)
     >>> found.rows.tolist(), found.keys.tolist(), found.crowded.shape
     ([2, 0, 1, 3], [0, 1, 1, 1], (0, 2))
     """
@@ -255,27 +268,33 @@ def bucket_table(
     words = np.concatenate([np.zeros((0, n_words), np.uint64), *(p[1] for p in pieces)])
     keys = block_keys(words, *blocks[table])
     order = np.argsort(keys, kind="stable")
-    keys = keys[order]
+    rows, words, keys = rows[order], words[order], keys[order]
     new = np.ones(keys.size, dtype=bool)
     new[1:] = keys[1:] != keys[:-1]
     edges = np.append(np.flatnonzero(new), keys.size)
     bounds = np.stack([edges[:-1], edges[1:]], axis=1).astype(np.int64)
     crowded = bounds[bounds[:, 1] - bounds[:, 0] > SPLIT_CODES]
-    return Table(rows[order], words[order], keys, crowded)
+    workers = threads()
+    plans = tuple(
+        mih.plan(words[start:stop], bits, radius, workers=workers)
+        for start, stop in crowded.tolist()
+    )
+    return Table(rows, words, keys, crowded, plans)
 
 
-def crowded_sizes(table: Table) -> list[int]:
-    """Return the number of codes of each crowded bucket of a table task (a task)."""
-    return (table.crowded[:, 1] - table.crowded[:, 0]).tolist()
+def crowded_work(table: Table) -> list[tuple[int, float]]:
+    """Return the codes and estimated join seconds of each crowded bucket (a task)."""
+    sizes = (table.crowded[:, 1] - table.crowded[:, 0]).tolist()
+    return [(size, plan.seconds) for size, plan in zip(sizes, table.plans, strict=True)]
 
 
-def share_count(size: int, workers: int) -> int:
-    """Return the share tasks of a crowded bucket's join: one per `SPLIT_CODES` codes, capped.
+def share_count(seconds: float, workers: int) -> int:
+    """Return the share tasks of a crowded bucket's join: one per half second of it, capped.
 
     Parameters
     ----------
-    size : int
-        Codes in the bucket.
+    seconds : float
+        The join's estimated seconds (`gpusimhash.search.mih.Plan.seconds`).
     workers : int
         Workers of the cluster: at most four shares each.
 
@@ -285,14 +304,14 @@ def share_count(size: int, workers: int) -> int:
 
     Examples
     --------
-    >>> share_count(200_000, 2), share_count(10_000_000, 2)
-    (4, 8)
+    >>> share_count(0.1, 2), share_count(1.2, 2), share_count(60.0, 2)
+    (1, 3, 8)
     """
-    return max(1, min(-(-size // SPLIT_CODES), _SHARES_PER_WORKER * workers))
+    return max(1, min(math.ceil(seconds / _SHARE_SECONDS), _SHARES_PER_WORKER * workers))
 
 
-def crowded_bucket(table: Table, bucket: int, bits: int, radius: int) -> Bucket:
-    """Select a crowded bucket of a table task and plan its join once (a task).
+def crowded_bucket(table: Table, bucket: int) -> Bucket:
+    """Select a crowded bucket of a table task, with its plan (a task).
 
     Parameters
     ----------
@@ -300,16 +319,13 @@ def crowded_bucket(table: Table, bucket: int, bits: int, radius: int) -> Bucket:
         The table task's codes.
     bucket : int
         Which crowded bucket (index into ``table.crowded``).
-    bits, radius : int
-        Code length and Hamming radius.
 
     Returns
     -------
     Bucket
     """
     start, stop = table.crowded[bucket].tolist()
-    words = np.ascontiguousarray(table.words[start:stop])
-    return Bucket(table.rows[start:stop], words, mih.plan(words, bits, radius, workers=threads()))
+    return Bucket(table.rows[start:stop], table.words[start:stop], table.plans[bucket])
 
 
 def join_table(

@@ -228,6 +228,14 @@ class _Block:
         edges = np.unique(np.concatenate([[0], cut, [self.present.size]]))
         return np.stack([edges[:-1], edges[1:]], axis=1)
 
+    def costs(self, ranges: np.ndarray) -> np.ndarray:
+        """Rough work of each range: its buckets' squared sizes and its codes' probes."""
+        sizes = np.diff(self.bounds).astype(np.float64)
+        squares = np.concatenate([[0.0], np.cumsum(sizes * sizes)])
+        lo, hi = ranges[:, 0], ranges[:, 1]
+        costs: np.ndarray = squares[hi] - squares[lo]
+        return costs + (self.bounds[hi] - self.bounds[lo]) * float(self.masks.size + 1)
+
     def join(self, radius: int, earlier: np.ndarray, lo: int, hi: int) -> np.ndarray:
         """Pairs from the buckets ``present[lo:hi]`` (`_mih_loops.join_block`)."""
         pairs: np.ndarray = _loops.join_block(
@@ -405,11 +413,13 @@ def join_share(
     """Find one share of the pairs of `join_pairs`: the shares together find each pair once.
 
     The work of a plan is cut into ``shares`` disjoint parts: for brute force, row ranges with
-    near-equal numbers of pairs to compare; for MIH, the key ranges of every probed block, dealt
-    in turn. Each pair of `join_pairs` comes from exactly one (block, range), so from exactly one
-    share, whatever `shares` is, when every share follows the same plan: plan once
-    (`plan`), then run the shares anywhere (a distributed join runs them as separate tasks).
-    Every share builds the probed blocks' tables of all the codes.
+    near-equal numbers of pairs to compare; for MIH, the key ranges of every probed block, each
+    dealt to the least loaded share, largest first (by its buckets' squared sizes, loads carried
+    from block to block: crowded keys of different blocks go to different shares). Each pair of
+    `join_pairs` comes from exactly one (block, range), so from exactly one share, whatever
+    `shares` is, when every share follows the same plan: plan once (`plan`), then run the
+    shares anywhere (a distributed join runs them as separate tasks). Every share builds the
+    probed blocks' tables of all the codes and deals their ranges the same way.
 
     Parameters
     ----------
@@ -455,14 +465,25 @@ def join_share(
         for lo, hi in _triangle_ranges(n, shares)[share : share + 1].tolist():
             found.extend(_brute_force_pairs(words, bits, radius, lo, hi))
     else:
+        loads = np.zeros(shares)
         for i, (lo, width, threshold) in enumerate(chosen.blocks):
             block = _build(words, lo, width, threshold)
             earlier = np.array(chosen.blocks[:i], dtype=np.int64).reshape(i, 3)
-            ranges = block.ranges(shares * workers * _CHUNKS_PER_THREAD)[share::shares]
-            tasks = [partial(block.join, radius, earlier, a, b) for a, b in ranges.tolist()]
+            ranges = block.ranges(shares * workers * _CHUNKS_PER_THREAD)
+            mine = ranges[_deal(block.costs(ranges), loads) == share]
+            tasks = [partial(block.join, radius, earlier, a, b) for a, b in mine.tolist()]
             found.extend(_run(tasks, workers))
     pairs = np.concatenate(found).astype(np.int64)
     return keys_to_pairs(np.sort(pairs[:, 0] * n + pairs[:, 1]), n)
+
+
+def _deal(costs: np.ndarray, loads: np.ndarray) -> np.ndarray:
+    """Give each cost, largest first, to the least loaded share; update ``loads``, return owners."""
+    owners = np.zeros(costs.size, dtype=np.int64)
+    for k in np.argsort(-costs, kind="stable").tolist():
+        owners[k] = int(np.argmin(loads))
+        loads[owners[k]] += costs[k]
+    return owners
 
 
 def _streamed(tasks: list[Callable[[], _T]], workers: int) -> Iterator[_T]:
