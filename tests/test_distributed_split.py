@@ -65,6 +65,25 @@ def test_union_of_shares_is_the_join_each_pair_once(seed, n, bits, radius, share
     assert all(f.dtype == np.int64 and (f[:, 0] < f[:, 1]).all() for f in found)
 
 
+@pytest.mark.parametrize("kind", ["planner", "few"])
+def test_shares_do_not_depend_on_the_threads_where_they_run(monkeypatch, kind):
+    # shares of one join may run on machines of different thread counts
+    rng = np.random.default_rng(5)
+    base = rng.integers(0, 256, (300, 8), dtype=np.uint8)
+    codes = np.unpackbits(base[rng.integers(0, 300, 3000)], axis=1, bitorder="little")
+    codes = np.packbits(codes ^ (rng.random(codes.shape) < 0.03), axis=1, bitorder="little")
+    words, _ = collapse(code_words(codes))
+    chosen = mih.plan(words, 64, 5) if kind == "planner" else _even_plan(64, 5, 4)
+    expected = mih.join_pairs(words, 64, 5, chosen=chosen)
+    found = []
+    for s, threads in enumerate([1, 3, 2, 5]):
+        monkeypatch.setattr(mih, "threads", lambda threads=threads: threads)
+        found.append(mih.join_share(words, 64, 5, s, 4, chosen=chosen))
+    union = np.concatenate(found)
+    assert len(union) == len(expected) > 100
+    np.testing.assert_array_equal(union[np.lexsort(union.T[::-1])], expected)
+
+
 def test_brute_shares_cut_the_query_chunks(monkeypatch):
     # shares of a brute-force plan start and stop inside the FAISS query chunks
     monkeypatch.setattr(mih, "_BRUTE_QUERIES", 7)

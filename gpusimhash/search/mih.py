@@ -58,6 +58,7 @@ _MAX_WIDTH = 22  # widest probed block: its table has 2**22 + 1 bucket starts
 _MAX_MASKS = 1 << 16  # most key differences probed per code and block
 _SAMPLE_PAIRS = 1 << 17  # random pairs measured by the planner
 _CHUNKS_PER_THREAD = 8  # work ranges per thread (load balance across skewed buckets)
+_RANGES_PER_SHARE = 16  # key ranges per share of a block (never from a machine's threads)
 _T = TypeVar("_T")
 
 
@@ -418,8 +419,9 @@ def join_share(
     from block to block: crowded keys of different blocks go to different shares). Each pair of
     `join_pairs` comes from exactly one (block, range), so from exactly one share, whatever
     `shares` is, when every share follows the same plan: plan once (`plan`), then run the
-    shares anywhere (a distributed join runs them as separate tasks). Every share builds the
-    probed blocks' tables of all the codes and deals their ranges the same way.
+    shares anywhere (a distributed join runs them as separate tasks, on machines of any thread
+    count). Every share builds the probed blocks' tables of all the codes and deals their
+    ranges the same way, then runs its own on its threads.
 
     Parameters
     ----------
@@ -455,7 +457,7 @@ def join_share(
     """
     if not 0 <= share < shares:
         raise ValueError(f"share must be in 0 .. shares - 1 = {shares - 1}, got {share}")
-    chosen = _checked(chosen, bits, radius) or chosen
+    _checked(chosen, bits, radius)
     n = words.shape[0]
     workers = threads()
     found = [np.zeros((0, 2), dtype=np.int64)]
@@ -469,7 +471,8 @@ def join_share(
         for i, (lo, width, threshold) in enumerate(chosen.blocks):
             block = _build(words, lo, width, threshold)
             earlier = np.array(chosen.blocks[:i], dtype=np.int64).reshape(i, 3)
-            ranges = block.ranges(shares * workers * _CHUNKS_PER_THREAD)
+            # the same ranges and deal in every share, wherever it runs
+            ranges = block.ranges(shares * _RANGES_PER_SHARE)
             mine = ranges[_deal(block.costs(ranges), loads) == share]
             tasks = [partial(block.join, radius, earlier, a, b) for a, b in mine.tolist()]
             found.extend(_run(tasks, workers))
