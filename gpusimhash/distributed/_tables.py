@@ -55,13 +55,13 @@ __all__ = [
 MAX_KEY_BITS = 32  # widest key (a wider block is cut to its first 32 bits: still exact)
 BUCKET_CAP = 2048  # larger buckets go to the single-machine MIH join, one at a time
 # Larger buckets are joined apart, by share tasks. Measured (bench/bench_split.py shares, one
-# thread): a bucket of 16,384 codes joins in 0.09 s at 256 bits radius 68 (brute force; 0.66 s
-# when it gives 6.3M pairs) and 0.006-0.045 s at 128 bits radius 3; planning one takes 0.03-0.05 s.
+# thread): a bucket of 16,384 codes joins in 0.09 s at 256 bits radius 68 (brute force; 0.84 s
+# when it gives 6.3M pairs) and 0.004-0.027 s at 128 bits radius 3; planning one takes 0.03-0.05 s.
 SPLIT_CODES = 1 << 14
 # Estimated join seconds per share task (`mih.Plan.seconds`: within about 3x of measured, more
 # when the pairs found dominate): a bucket estimated under this is one task, as MIH shares each
-# build the plan's tables (a million random codes at 128 bits radius 3, 0.11 s estimated, 0.29 s
-# measured, cost 1.74 times that CPU in 2 shares).
+# build the plan's tables (a million random codes at 128 bits radius 3, 0.11 s estimated, 0.30 s
+# measured, cost 1.34 times that CPU in 2 shares).
 _SHARE_SECONDS = 0.5
 _SHARES_PER_WORKER = 4  # most share tasks of one bucket, per worker
 _CHUNK_PAIRS = 1 << 22  # pairs of small buckets compared at a time
