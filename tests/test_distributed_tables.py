@@ -11,7 +11,7 @@ from gpusimhash.distributed import _tables as tables
 from gpusimhash.search.exact import near_duplicate_groups
 
 
-def _distributed_pairs(codes, radius, n_parts, n_tasks):
+def _distributed_pairs(codes, radius, n_parts, n_tasks, n_workers=1):
     """Collapse and join as the cluster does, with every task run here."""
     n = codes.shape[0]
     words = code_words(codes)
@@ -26,11 +26,20 @@ def _distributed_pairs(codes, radius, n_parts, n_tasks):
     collapsed = [tables.collapse(p, words.shape[1]) for p in pieces]
     blocks = tables.pigeonhole_blocks(codes.shape[1] * 8, radius)
     split = [tables.table_pieces(c, blocks, n_tasks) for c in collapsed]
-    found = [
-        tables.join_table([s[t][j] for s in split], t, blocks, codes.shape[1] * 8, radius)
-        for t in range(len(blocks))
-        for j in range(n_tasks)
-    ]
+    bits = codes.shape[1] * 8
+    found = []
+    for t in range(len(blocks)):
+        for j in range(n_tasks):
+            table = tables.bucket_table([s[t][j] for s in split], t, blocks, bits, radius)
+            found.append(tables.join_table(table, t, blocks, bits, radius))
+            # crowded buckets: planned once, selected, joined by their shares
+            for i, (_, seconds) in enumerate(tables.crowded_work(table)):
+                bucket = tables.crowded_bucket(table, i)
+                shares = tables.share_count(seconds, n_workers)
+                found += [
+                    tables.join_share(bucket, share, shares, t, blocks, bits, radius)
+                    for share in range(shares)
+                ]
     return np.concatenate([np.zeros((0, 2), np.int64), *found]), collapsed
 
 
@@ -125,3 +134,44 @@ def test_crowded_buckets_go_to_the_single_machine_join(monkeypatch, cap):
         expected = _expected_pairs(codes, radius)
         assert len(found) == len(np.unique(found, axis=0))
         assert sorted(map(tuple, found.tolist())) == sorted(map(tuple, expected.tolist()))
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    split_codes=st.sampled_from([1, 5, 40]),
+    share_seconds=st.sampled_from([1e-9, 1e-5, 1.0]),
+    n_workers=st.integers(1, 3),
+    radius=st.integers(0, 14),
+    n_bytes=st.sampled_from([2, 8, 16]),
+)
+def test_crowded_buckets_split_into_shares(
+    seed, split_codes, share_seconds, n_workers, radius, n_bytes
+):
+    # most keys crowded: half the bytes take two values only
+    codes = _codes(seed, 400, n_bytes, 0.05)
+    codes[:, : n_bytes // 2] = np.random.default_rng(seed).integers(0, 2, (400, n_bytes // 2))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(tables, "SPLIT_CODES", split_codes)
+        patch.setattr(tables, "_SHARE_SECONDS", share_seconds)
+        found, _ = _distributed_pairs(codes, radius, 2, 2, n_workers)
+    expected = _expected_pairs(codes, radius)
+    assert len(found) == len(np.unique(found, axis=0))
+    assert sorted(map(tuple, found.tolist())) == sorted(map(tuple, expected.tolist()))
+
+
+def test_crowded_buckets_are_set_aside_with_their_sizes(monkeypatch):
+    monkeypatch.setattr(tables, "SPLIT_CODES", 2)
+    words = np.array([[7], [1], [3], [5], [9], [6], [4]], dtype=np.uint64)
+    # keys on bit 0: odd codes in one bucket of 5, even ones in one of 2 (not crowded)
+    table = tables.bucket_table([(np.arange(7) * 10, words)], 1, ((1, 1), (0, 1)), 8, 1)
+    ((size, seconds),) = tables.crowded_work(table)
+    assert size == 5
+    assert seconds == table.plans[0].seconds > 0
+    bucket = tables.crowded_bucket(table, 0)
+    assert bucket.rows.tolist() == [0, 10, 20, 30, 40]
+    assert bucket.words[:, 0].tolist() == [7, 1, 3, 5, 9]
+    assert bucket.plan == table.plans[0]
+    monkeypatch.setattr(tables, "_SHARE_SECONDS", 0.5)
+    assert [tables.share_count(s, 1) for s in (0.0, 0.4, 0.6, 1.1, 100.0)] == [1, 1, 2, 3, 4]
+    assert tables.share_count(100.0, 3) == 12  # at most four per worker

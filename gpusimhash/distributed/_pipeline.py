@@ -9,6 +9,7 @@ Stages (task keys ``gpusimhash-<stage>-<run>-...``):
 3. ``table``: for each of the ``r + 1`` pigeonhole tables, (row, code) of every distinct code,
    24 bytes at 128 bits, shuffled by the table's key; each task joins its buckets and keeps
    the pairs of distinct codes no earlier table found (`gpusimhash.distributed._tables`).
+   A crowded bucket (over `_tables.SPLIT_CODES` codes) is joined apart, by ``share`` tasks.
 4. ``cluster``: the components of the candidate graph of distinct codes are labelled on the
    workers by large-star / small-star label propagation over node shards
    (`gpusimhash.distributed._components`: each component named by its lowest code, the same
@@ -319,9 +320,9 @@ class _Run:
             client.submit(tables.table_pieces, c, blocks, n_tasks, key=self.key("table-split", b))
             for b, c in enumerate(self.collapsed)
         ]
-        self.candidates = [
-            client.submit(
-                tables.join_table,
+        sorted_codes = {
+            (t, j): client.submit(
+                tables.bucket_table,
                 [
                     client.submit(_piece, piece, t, j, key=self.key("table-piece", t, j, b))
                     for b, piece in enumerate(pieces)
@@ -330,15 +331,29 @@ class _Run:
                 blocks,
                 bits,
                 self.limit.radius,
-                key=self.key("table", t, j),
+                key=self.key("table-sort", t, j),
             )
             for t in range(len(blocks))
             for j in range(n_tasks)
+        }
+        self.candidates = [
+            client.submit(
+                tables.join_table,
+                codes,
+                t,
+                blocks,
+                bits,
+                self.limit.radius,
+                key=self.key("table", t, j),
+            )
+            for (t, j), codes in sorted_codes.items()
         ]
+        crowded = self._split_crowded(sorted_codes, blocks)
         self.featureless = np.concatenate(
             [np.zeros(0, np.int64), *client.gather([client.submit(_piece, s, 1) for s in split])]
         )
         return {
+            **crowded,
             "collapse_bytes": sum(client.gather([client.submit(_nbytes, s) for s in split])),
             "table_bytes": sum(client.gather([client.submit(_nbytes, p) for p in pieces])),
             "tables": len(blocks),
@@ -346,6 +361,57 @@ class _Run:
             "distinct_codes": sum(
                 client.gather([client.submit(_distinct, c) for c in self.collapsed])
             ),
+        }
+
+    def _split_crowded(
+        self, sorted_codes: dict[tuple[int, int], Any], blocks: tuple[tuple[int, int], ...]
+    ) -> dict[str, int]:
+        """Join each crowded bucket by share tasks; add their futures to the candidates.
+
+        The driver learns only the crowded buckets' sizes and estimated seconds, from each
+        table task as soon as it has sorted its codes; each bucket is selected on the worker
+        holding them, and its shares, ahead of the table tasks still waiting (the longest work
+        first), run wherever Dask puts them. The candidates stay in (table, task, bucket) order.
+        """
+        from dask.distributed import as_completed
+
+        client, bits, radius = self.client, self.settings.bits, self.limit.radius
+        asked = {
+            client.submit(tables.crowded_work, codes): task for task, codes in sorted_codes.items()
+        }
+        found: dict[tuple[int, int, int], list[Any]] = {}
+        for future, buckets in as_completed(asked, with_results=True):  # type: ignore[no-untyped-call]
+            t, j = asked[future]
+            for i, (_, seconds) in enumerate(buckets):
+                bucket = client.submit(
+                    tables.crowded_bucket,
+                    sorted_codes[t, j],
+                    i,
+                    key=self.key("bucket", t, j, i),
+                    priority=1,
+                )
+                shares = tables.share_count(seconds, self.n_workers)
+                found[t, j, i] = [
+                    client.submit(
+                        tables.join_share,
+                        bucket,
+                        share,
+                        shares,
+                        t,
+                        blocks,
+                        bits,
+                        radius,
+                        key=self.key("share", t, j, i, share),
+                        priority=1,
+                    )
+                    for share in range(shares)
+                ]
+        for index in sorted(found):
+            self.candidates += found[index]
+        return {
+            "crowded_buckets": len(found),
+            "split_buckets": sum(len(shares) > 1 for shares in found.values()),
+            "share_tasks": sum(map(len, found.values())),
         }
 
     # ------------------------------------------------------------ cluster
@@ -853,6 +919,9 @@ class _Run:
                 "table_shuffle_bytes_per_document_per_table": (
                     round(stats["table_bytes"] / n / n_tables, 2) if n else 0.0
                 ),
+                "crowded_buckets": stats["crowded_buckets"],
+                "split_buckets": stats["split_buckets"],
+                "share_tasks": stats["share_tasks"],
             },
             "timings_s": {k: round(v, 4) for k, v in timings.items()},
             "files": files,

@@ -11,11 +11,21 @@ sub-blocks of the other bits (`sub_blocks`) split each bucket, pairs sharing a s
 compared, and a pair is kept from the first sub-block and the first table on which it agrees,
 so every pair comes from exactly one table, with no global deduplication, and a bucket of any
 size (real codes crowd some keys) costs about its sub-buckets' pairs.
+
+A bucket of more than `SPLIT_CODES` distinct codes (a crowded key; a degenerate corpus can put
+millions of codes under one) is not joined by its table's task: the task sorts its codes by
+key and plans the join of each such bucket once (`bucket_table`), the driver learns only their
+sizes and estimated seconds (`crowded_work`), and each is selected where it is
+(`crowded_bucket`), then joined by `share_count` share tasks (`join_share`), each running one
+share of the single-machine MIH join (`gpusimhash.search.mih.join_share`) and dropping the
+pairs of earlier tables, so a crowded bucket's work and pairs spread over the cluster with the
+same pairs, each once.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,18 +33,37 @@ import numpy as np
 from gpusimhash import _segments
 from gpusimhash.distributed._partitions import mix_words
 from gpusimhash.search import mih
+from gpusimhash.search._join import threads
 
 __all__ = [
     "BUCKET_CAP",
+    "SPLIT_CODES",
+    "Bucket",
     "Collapsed",
+    "Table",
+    "bucket_table",
     "collapse",
+    "crowded_bucket",
+    "crowded_work",
+    "join_share",
     "join_table",
     "pigeonhole_blocks",
+    "share_count",
     "table_pieces",
 ]
 
 MAX_KEY_BITS = 32  # widest key (a wider block is cut to its first 32 bits: still exact)
 BUCKET_CAP = 2048  # larger buckets go to the single-machine MIH join, one at a time
+# Larger buckets are joined apart, by share tasks. Measured (bench/bench_split.py shares, one
+# thread): a bucket of 16,384 codes joins in 0.09 s at 256 bits radius 68 (brute force; 0.84 s
+# when it gives 6.3M pairs) and 0.004-0.027 s at 128 bits radius 3; planning one takes 0.03-0.05 s.
+SPLIT_CODES = 1 << 14
+# Estimated join seconds per share task (`mih.Plan.seconds`: within about 3x of measured, more
+# when the pairs found dominate): a bucket estimated under this is one task, as MIH shares each
+# build the plan's tables (a million random codes at 128 bits radius 3, 0.11 s estimated, 0.30 s
+# measured, cost 1.34 times that CPU in 2 shares).
+_SHARE_SECONDS = 0.5
+_SHARES_PER_WORKER = 4  # most share tasks of one bucket, per worker
 _CHUNK_PAIRS = 1 << 22  # pairs of small buckets compared at a time
 
 
@@ -165,14 +194,52 @@ def table_pieces(
     return out
 
 
-def join_table(
+@dataclass(frozen=True)
+class Table:
+    """A table task's distinct codes, sorted by their key on the table's block.
+
+    Attributes
+    ----------
+    rows, words, keys : ndarray
+        Each code's lowest row (int64), the code as uint64 words and its key (uint64), by key.
+    crowded : ndarray, shape (c, 2), dtype int64
+        ``(start, stop)`` of each bucket of more than `SPLIT_CODES` codes, joined apart.
+    plans : tuple of Plan
+        The single-machine join's plan of each crowded bucket (`gpusimhash.search.mih.plan`).
+    """
+
+    rows: np.ndarray
+    words: np.ndarray
+    keys: np.ndarray
+    crowded: np.ndarray
+    plans: tuple[mih.Plan, ...]
+
+
+@dataclass(frozen=True)
+class Bucket:
+    """One crowded bucket and the plan every share of its join follows.
+
+    Attributes
+    ----------
+    rows, words : ndarray
+        The bucket's codes: lowest rows (int64) and uint64 words.
+    plan : Plan
+        The plan of its join.
+    """
+
+    rows: np.ndarray
+    words: np.ndarray
+    plan: mih.Plan
+
+
+def bucket_table(
     pieces: list[tuple[np.ndarray, np.ndarray]],
     table: int,
     blocks: tuple[tuple[int, int], ...],
     bits: int,
     radius: int,
-) -> np.ndarray:
-    """Join the buckets of one table's task; return candidate pairs of codes.
+) -> Table:
+    """Sort one table task's codes by key; find and plan its buckets of over `SPLIT_CODES`.
 
     Parameters
     ----------
@@ -187,22 +254,164 @@ def join_table(
 
     Returns
     -------
-    ndarray, shape (p, 2), dtype int64
-        ``(a, b)``, ``a < b``: distinct codes (lowest rows) within the radius, each pair found
-        by no earlier table.
+    Table
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> words = np.array([[1], [3], [2], [5]], dtype=np.uint64)
+    >>> found = bucket_table([(np.arange(4), words)], 0, ((0, 1), (1, 1)), 8, 1)
+    >>> found.rows.tolist(), found.keys.tolist(), found.crowded.shape
+    ([2, 0, 1, 3], [0, 1, 1, 1], (0, 2))
     """
     n_words = pieces[0][1].shape[1] if pieces else -(-bits // 64)
     rows = np.concatenate([np.zeros(0, np.int64), *(p[0] for p in pieces)])
     words = np.concatenate([np.zeros((0, n_words), np.uint64), *(p[1] for p in pieces)])
+    keys = block_keys(words, *blocks[table])
+    order = np.argsort(keys, kind="stable")
+    rows, words, keys = rows[order], words[order], keys[order]
+    new = np.ones(keys.size, dtype=bool)
+    new[1:] = keys[1:] != keys[:-1]
+    edges = np.append(np.flatnonzero(new), keys.size)
+    bounds = np.stack([edges[:-1], edges[1:]], axis=1).astype(np.int64)
+    crowded = bounds[bounds[:, 1] - bounds[:, 0] > SPLIT_CODES]
+    workers = threads()
+    plans = tuple(
+        mih.plan(words[start:stop], bits, radius, workers=workers)
+        for start, stop in crowded.tolist()
+    )
+    return Table(rows, words, keys, crowded, plans)
+
+
+def crowded_work(table: Table) -> list[tuple[int, float]]:
+    """Return the codes and estimated join seconds of each crowded bucket (a task)."""
+    sizes = (table.crowded[:, 1] - table.crowded[:, 0]).tolist()
+    return [(size, plan.seconds) for size, plan in zip(sizes, table.plans, strict=True)]
+
+
+def share_count(seconds: float, workers: int) -> int:
+    """Return the share tasks of a crowded bucket's join: one per half second of it, capped.
+
+    Parameters
+    ----------
+    seconds : float
+        The join's estimated seconds (`gpusimhash.search.mih.Plan.seconds`).
+    workers : int
+        Workers of the cluster: at most four shares each.
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> share_count(0.1, 2), share_count(1.2, 2), share_count(60.0, 2)
+    (1, 3, 8)
+    """
+    return max(1, min(math.ceil(seconds / _SHARE_SECONDS), _SHARES_PER_WORKER * workers))
+
+
+def crowded_bucket(table: Table, bucket: int) -> Bucket:
+    """Select a crowded bucket of a table task, with its plan (a task).
+
+    Parameters
+    ----------
+    table : Table
+        The table task's codes.
+    bucket : int
+        Which crowded bucket (index into ``table.crowded``).
+
+    Returns
+    -------
+    Bucket
+    """
+    start, stop = table.crowded[bucket].tolist()
+    return Bucket(table.rows[start:stop], table.words[start:stop], table.plans[bucket])
+
+
+def join_table(
+    table_codes: Table,
+    table: int,
+    blocks: tuple[tuple[int, int], ...],
+    bits: int,
+    radius: int,
+) -> np.ndarray:
+    """Join the buckets of one table's task, but the crowded ones; return candidate pairs.
+
+    Parameters
+    ----------
+    table_codes : Table
+        The task's codes (`bucket_table`).
+    table : int
+        The table (index into `blocks`).
+    blocks : tuple of (int, int)
+        Every table's block.
+    bits, radius : int
+        Code length and Hamming radius.
+
+    Returns
+    -------
+    ndarray, shape (p, 2), dtype int64
+        ``(a, b)``, ``a < b``: distinct codes (lowest rows) within the radius, each pair found
+        by no earlier table.
+    """
+    keep = np.ones(table_codes.rows.size, dtype=bool)
+    for start, stop in table_codes.crowded.tolist():
+        keep[start:stop] = False
+    rows, words = table_codes.rows[keep], table_codes.words[keep]
     lo, width = blocks[table]
-    keys = block_keys(words, lo, width)
-    pairs = _join_buckets(words, keys, bits, radius, sub_blocks(bits, radius, lo, width))
+    pairs = _join_buckets(
+        words, table_codes.keys[keep], bits, radius, sub_blocks(bits, radius, lo, width)
+    )
+    return _new_pairs(rows, words, pairs, blocks[:table])
+
+
+def join_share(
+    bucket: Bucket,
+    share: int,
+    shares: int,
+    table: int,
+    blocks: tuple[tuple[int, int], ...],
+    bits: int,
+    radius: int,
+) -> np.ndarray:
+    """Join one share of a crowded bucket; return its candidate pairs (a task).
+
+    Parameters
+    ----------
+    bucket : Bucket
+        The bucket and its plan (`crowded_bucket`).
+    share, shares : int
+        Which share of how many (`gpusimhash.search.mih.join_share`).
+    table : int
+        The bucket's table (index into `blocks`).
+    blocks : tuple of (int, int)
+        Every table's block.
+    bits, radius : int
+        Code length and Hamming radius.
+
+    Returns
+    -------
+    ndarray, shape (p, 2), dtype int64
+        As `join_table`: the shares of a bucket together give each of its pairs once.
+    """
+    pairs = mih.join_share(bucket.words, bits, radius, share, shares, chosen=bucket.plan)
+    return _new_pairs(bucket.rows, bucket.words, pairs, blocks[:table])
+
+
+def _new_pairs(
+    rows: np.ndarray,
+    words: np.ndarray,
+    pairs: np.ndarray,
+    earlier: tuple[tuple[int, int], ...],
+) -> np.ndarray:
+    """Pairs of codes (indices) found by no earlier table, as lowest rows, lower first."""
     left, right = pairs[:, 0], pairs[:, 1]
-    earlier = np.zeros(left.size, dtype=bool)
-    for lo_, width_ in blocks[:table]:
-        k = block_keys(words, lo_, width_)
-        earlier |= k[left] == k[right]
-    a, b = rows[left[~earlier]], rows[right[~earlier]]
+    found = np.zeros(left.size, dtype=bool)
+    for lo, width in earlier:
+        keys = block_keys(words, lo, width)
+        found |= keys[left] == keys[right]
+    a, b = rows[left[~found]], rows[right[~found]]
     return np.stack([np.minimum(a, b), np.maximum(a, b)], axis=1).astype(np.int64)
 
 

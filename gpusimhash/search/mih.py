@@ -44,7 +44,7 @@ from gpusimhash import _progress, _segments
 from gpusimhash._cpu import _mih_loops as _loops
 from gpusimhash.search._join import keys_to_pairs, threads
 
-__all__ = ["Plan", "join_pairs", "join_parts", "join_roots", "plan"]
+__all__ = ["Plan", "join_pairs", "join_parts", "join_roots", "join_share", "plan"]
 
 # Cost model, seconds per unit on one core of a 2-core x86 machine (only ratios matter).
 _BRUTE_COST = 0.25e-9  # per pair in the brute force, per 64-bit word plus one
@@ -58,6 +58,7 @@ _MAX_WIDTH = 22  # widest probed block: its table has 2**22 + 1 bucket starts
 _MAX_MASKS = 1 << 16  # most key differences probed per code and block
 _SAMPLE_PAIRS = 1 << 17  # random pairs measured by the planner
 _CHUNKS_PER_THREAD = 8  # work ranges per thread (load balance across skewed buckets)
+_RANGES_PER_SHARE = 16  # key ranges per share of a block (never from a machine's threads)
 _T = TypeVar("_T")
 
 
@@ -227,6 +228,14 @@ class _Block:
         cut = np.searchsorted(self.bounds, np.linspace(0, self.ids.size, parts + 1)[1:-1])
         edges = np.unique(np.concatenate([[0], cut, [self.present.size]]))
         return np.stack([edges[:-1], edges[1:]], axis=1)
+
+    def costs(self, ranges: np.ndarray) -> np.ndarray:
+        """Rough work of each range: its buckets' squared sizes and its codes' probes."""
+        sizes = np.diff(self.bounds).astype(np.float64)
+        squares = np.concatenate([[0.0], np.cumsum(sizes * sizes)])
+        lo, hi = ranges[:, 0], ranges[:, 1]
+        costs: np.ndarray = squares[hi] - squares[lo]
+        return costs + (self.bounds[hi] - self.bounds[lo]) * float(self.masks.size + 1)
 
     def join(self, radius: int, earlier: np.ndarray, lo: int, hi: int) -> np.ndarray:
         """Pairs from the buckets ``present[lo:hi]`` (`_mih_loops.join_block`)."""
@@ -399,6 +408,87 @@ def join_parts(
         _progress.advance()
 
 
+def join_share(
+    words: np.ndarray, bits: int, radius: int, share: int, shares: int, *, chosen: Plan
+) -> np.ndarray:
+    """Find one share of the pairs of `join_pairs`: the shares together find each pair once.
+
+    The work of a plan is cut into ``shares`` disjoint parts: for brute force, row ranges with
+    near-equal numbers of pairs to compare; for MIH, the key ranges of every probed block, each
+    dealt to the least loaded share, largest first (by its buckets' squared sizes, loads carried
+    from block to block: crowded keys of different blocks go to different shares). Each pair of
+    `join_pairs` comes from exactly one (block, range), so from exactly one share, whatever
+    `shares` is, when every share follows the same plan: plan once (`plan`), then run the
+    shares anywhere (a distributed join runs them as separate tasks, on machines of any thread
+    count). Every share builds the probed blocks' tables of all the codes and deals their
+    ranges the same way, then runs its own on its threads.
+
+    Parameters
+    ----------
+    words, bits, radius
+        As in `join_pairs`.
+    share : int
+        Which share, ``0 <= share < shares``.
+    shares : int
+        Number of shares, ``>= 1``.
+    chosen : Plan
+        The plan every share follows.
+
+    Returns
+    -------
+    pairs : ndarray, shape (p, 2), dtype int64
+        This share's pairs ``(a, b)``, ``a < b``, sorted.
+
+    Raises
+    ------
+    ValueError
+        `share` outside ``0 .. shares - 1``, or a `chosen` plan `join_pairs` refuses.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> words = np.array([[0b0000], [0b0111], [0b0001], [0b0011]], dtype=np.uint64)
+    >>> chosen = Plan("mih", ((0, 4, 0), (4, 4, 0)), 0.0)
+    >>> found = [join_share(words, 8, 1, s, 3, chosen=chosen) for s in range(3)]
+    >>> sorted(np.concatenate(found).tolist())
+    [[0, 2], [1, 3], [2, 3]]
+    >>> join_pairs(words, 8, 1).tolist()
+    [[0, 2], [1, 3], [2, 3]]
+    """
+    if not 0 <= share < shares:
+        raise ValueError(f"share must be in 0 .. shares - 1 = {shares - 1}, got {share}")
+    _checked(chosen, bits, radius)
+    n = words.shape[0]
+    workers = threads()
+    found = [np.zeros((0, 2), dtype=np.int64)]
+    if n < 2:
+        pass
+    elif chosen.method == "brute":
+        for lo, hi in _triangle_ranges(n, shares)[share : share + 1].tolist():
+            found.extend(_brute_force_pairs(words, bits, radius, lo, hi))
+    else:
+        loads = np.zeros(shares)
+        for i, (lo, width, threshold) in enumerate(chosen.blocks):
+            block = _build(words, lo, width, threshold)
+            earlier = np.array(chosen.blocks[:i], dtype=np.int64).reshape(i, 3)
+            # the same ranges and deal in every share, wherever it runs
+            ranges = block.ranges(shares * _RANGES_PER_SHARE)
+            mine = ranges[_deal(block.costs(ranges), loads) == share]
+            tasks = [partial(block.join, radius, earlier, a, b) for a, b in mine.tolist()]
+            found.extend(_run(tasks, workers))
+    pairs = np.concatenate(found).astype(np.int64)
+    return keys_to_pairs(np.sort(pairs[:, 0] * n + pairs[:, 1]), n)
+
+
+def _deal(costs: np.ndarray, loads: np.ndarray) -> np.ndarray:
+    """Give each cost, largest first, to the least loaded share; update ``loads``, return owners."""
+    owners = np.zeros(costs.size, dtype=np.int64)
+    for k in np.argsort(-costs, kind="stable").tolist():
+        owners[k] = int(np.argmin(loads))
+        loads[owners[k]] += costs[k]
+    return owners
+
+
 def _streamed(tasks: list[Callable[[], _T]], workers: int) -> Iterator[_T]:
     """Yield the results of `_run`'s tasks in order as they are done, dropping each once yielded.
 
@@ -425,21 +515,25 @@ def _narrowed(
     return block.join(radius, earlier, lo, hi).astype(dtype, copy=False)
 
 
-def _brute_force_pairs(words: np.ndarray, bits: int, radius: int) -> Iterator[np.ndarray]:
+def _brute_force_pairs(
+    words: np.ndarray, bits: int, radius: int, first: int = 0, stop: int | None = None
+) -> Iterator[np.ndarray]:
     """Every pair within ``radius`` by FAISS's exhaustive range search, queries in chunks.
 
     FAISS's popcount loops are about ten times faster here than a compiled all-pairs loop
     (2.4 s against 23 s for 92,104 distinct 256-bit codes at radius 68, 2 cores), and the
     chunks bound the memory of its result lists by the pairs of ``_BRUTE_QUERIES`` codes. Each
     chunk is searched only against itself and the codes after it (an index of those), so every
-    pair is compared once, not twice.
+    pair is compared once, not twice. Only the pairs whose first code is one of the rows
+    ``first .. stop - 1`` are searched (default: every row).
     """
     codes = np.ascontiguousarray(np.ascontiguousarray(words).view(np.uint8)[:, : bits // 8])
-    for lo in range(0, codes.shape[0], _BRUTE_QUERIES):
+    stop = codes.shape[0] if stop is None else stop
+    for lo in range(first, stop, _BRUTE_QUERIES):
         index = faiss.IndexBinaryFlat(bits)
         index.add(codes[lo:])
         # strict bound: distances below radius + 1
-        lims, _, labels = index.range_search(codes[lo : lo + _BRUTE_QUERIES], radius + 1)
+        lims, _, labels = index.range_search(codes[lo : min(lo + _BRUTE_QUERIES, stop)], radius + 1)
         query = _segments.segment_of(np.diff(lims.astype(np.int64)))
         later = labels > query
         yield np.stack([lo + query[later], lo + labels[later].astype(np.int64)], axis=1)
