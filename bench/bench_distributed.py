@@ -43,8 +43,8 @@ from gpusimhash.datasets.synth import CorpusSpec, generate
 from gpusimhash.dedup.pipeline import dedup_file
 from gpusimhash.distributed import _components as components
 from gpusimhash.distributed import dedup, local_cluster
-from gpusimhash.distributed._pipeline import _TASK_DOCUMENTS as TASK_DOCUMENTS
-from gpusimhash.distributed._pipeline import _piece
+from gpusimhash.distributed._join_stage import TASK_DOCUMENTS
+from gpusimhash.distributed._run import piece
 
 # 4 tables of 32 bits. Radius 7 (8 tables of 16 bits) gives ~100M candidate pairs of codes at 2M
 # of these documents (1.45M at 200k, 8M at 500k): over 13 GB in one worker, verified one by one
@@ -266,7 +266,7 @@ def piece_seconds(n_shards: int = 64) -> float:
                 client.submit(_pieces, n_shards, n_shards, attempt * n_shards + i, pure=False)
                 for i in range(n_shards)
             ]
-            pieces = [[client.submit(_piece, x, j) for x in split] for j in range(n_shards)]
+            pieces = [[client.submit(piece, x, j) for x in split] for j in range(n_shards)]
             done = [client.submit(np.concatenate, p) for p in pieces]
             client.gather([client.submit(len, d) for d in done])
             best = min(best, (time.perf_counter() - start) / n_shards**2)

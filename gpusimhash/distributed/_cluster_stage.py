@@ -1,0 +1,279 @@
+"""The clustering stage of a distributed deduplication, on the workers.
+
+`ClusterStage._cluster` labels the connected components of the candidate graph by label
+propagation over node shards (`gpusimhash.distributed._components`), names each shard's
+documents in components, sums each component's work, deals the components to groups and runs
+the single-machine clustering on each group where its documents' features are gathered
+(`gpusimhash.distributed._groups`). Only (row, kept row, similarity) of the removed documents
+come back to the driver.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from gpusimhash.distributed import _components as components
+from gpusimhash.distributed import _groups as groups
+from gpusimhash.distributed import _partitions as partitions
+from gpusimhash.distributed._run import RunState, nbytes, piece
+
+__all__ = ["ClusterStage"]
+
+_GROUPS_PER_WORKER = 2  # clustering tasks per worker
+_MAX_ROUNDS = 256  # label propagation needs O(log^2 n) rounds: more means a bug
+
+
+class ClusterStage(RunState):
+    """Label the components and cluster each group of them (a mixin of the run)."""
+
+    def _cluster(
+        self, stats: dict[str, Any]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[np.ndarray]]:
+        """Label the components on the workers, deal them to groups, cluster each group.
+
+        Each stage's futures are dropped once the next stage is submitted, so that the workers
+        let their results go as soon as they are used.
+        """
+        client, options = self.client, self.options
+        documents, labelled = self._shard_components(self._label_components(stats))
+        work = self._component_work(documents, labelled)
+        totals = np.array(
+            client.gather(
+                [client.submit(_totals, w, p) for w, p in zip(work, labelled, strict=True)]
+            ),
+            dtype=np.int64,
+        ).reshape(-1, 3)
+        # the featureless documents share one code of their own: a component alone
+        featureless = np.zeros((0, 2), np.int64)
+        if options.empty_as_duplicates and self.featureless.size > 1:
+            code = np.full_like(self.featureless, self.featureless.min())
+            featureless = np.stack([self.featureless, code], axis=1)
+        n_components = int(totals[:, 1].sum()) + bool(featureless.size)
+        n_groups = max(1, min(_GROUPS_PER_WORKER * self.n_workers, n_components))
+        stats["candidate_code_pairs"] = int(totals[:, 2].sum())
+        stats["components"] = n_components
+        stats["cluster_groups"] = n_groups
+        stats["pairs_verified"] = 0
+        if not n_components:
+            empty = np.zeros(0, np.int64)
+            return empty, empty, np.zeros(0), []
+        threshold = (totals[:, 0].sum() + len(featureless)) / (n_groups * groups.HEAVY_PER_GROUP)
+        found = client.gather(
+            [client.submit(groups.heavy_components, w, threshold, n_groups) for w in work]
+        )
+        del work
+        heavy = np.concatenate([np.zeros((0, 2), np.int64), *(f[0] for f in found)])
+        if featureless.size:
+            heavy = np.concatenate([heavy, [[featureless[0, 1], len(featureless)]]])
+        dealt = groups.deal_heavy(heavy, np.sum([f[1] for f in found], axis=0))
+        routed = [
+            client.submit(
+                groups.route_groups, d, p, dealt, n_groups, self.offsets, key=self.key("route", j)
+            )
+            for j, (d, p) in enumerate(zip(documents, labelled, strict=True))
+        ]
+        del documents, labelled
+        clustered = client.gather(self._cluster_groups(routed, n_groups, dealt, featureless))
+        stats["pairs_verified"] = int(sum(c[3] for c in clustered))
+        removed = np.concatenate([c[0] for c in clustered])
+        kept_for = np.concatenate([c[1] for c in clustered])
+        similarity = np.concatenate([c[2] for c in clustered])
+        order = np.argsort(removed)
+        removed, kept_for, similarity = removed[order], kept_for[order], similarity[order]
+        return removed, kept_for, similarity, _clusters(removed, kept_for)
+
+    def _shard_components(self, labels: list[Any]) -> tuple[list[Any], list[Any]]:
+        """Name each node shard's documents in components and label its pairs (futures)."""
+        client = self.client
+        pairs = self._shuffled(self.candidates, 0, "pairs")
+        members = self._shuffled(self.members, 1, "members")
+        self.candidates, self.members = [], []
+        documents = [
+            client.submit(groups.shard_documents, lj, mj, key=self.key("documents", j))
+            for j, (lj, mj) in enumerate(zip(labels, members, strict=True))
+        ]
+        labelled = [
+            client.submit(groups.shard_pairs, lj, pj, key=self.key("labelled", j))
+            for j, (lj, pj) in enumerate(zip(labels, pairs, strict=True))
+        ]
+        return documents, labelled
+
+    def _component_work(self, documents: list[Any], labelled: list[Any]) -> list[Any]:
+        """Sum each component's work in the node shard of its label (futures)."""
+        client, n_shards = self.client, self.n_tasks
+        pieces = [
+            client.submit(groups.work_pieces, d, p, n_shards)
+            for d, p in zip(documents, labelled, strict=True)
+        ]
+        return [
+            client.submit(
+                groups.component_work,
+                [client.submit(piece, w, j) for w in pieces],
+                key=self.key("component-work", j),
+            )
+            for j in range(n_shards)
+        ]
+
+    def _cluster_groups(
+        self,
+        routed: list[Any],
+        n_groups: int,
+        dealt: tuple[np.ndarray, np.ndarray],
+        featureless: np.ndarray,
+    ) -> list[Any]:
+        """Gather each group's documents and pairs, take their features, cluster (futures)."""
+        client = self.client
+        counts = np.sum(client.gather([client.submit(piece, r, 2) for r in routed]), axis=0)
+        extra: dict[int, list[Any]] = {}
+        if featureless.size:
+            g = int(groups.group_of(featureless[:1, 1], dealt, n_groups)[0])
+            extra[g] = client.scatter([featureless], hash=False)
+            counts[g] += np.bincount(
+                np.searchsorted(self.offsets, featureless[:, 0], side="right") - 1,
+                minlength=len(self.paths),
+            )
+        results = []
+        for g in range(n_groups):
+            inputs = client.submit(
+                groups.group_inputs,
+                [client.submit(piece, r, 0, g) for r in routed] + extra.get(g, []),
+                [client.submit(piece, r, 1, g) for r in routed],
+                key=self.key("group", g),
+            )
+            # each partition's share of the group, taken where the partition is
+            taken = [
+                client.submit(
+                    partitions.take_documents,
+                    part,
+                    client.submit(
+                        groups.rows_between,
+                        inputs,
+                        int(self.offsets[d]),
+                        int(self.offsets[d + 1]),
+                    ),
+                    int(self.offsets[d]),
+                    key=self.key("group-take", g, d),
+                )
+                for d, part in enumerate(self.parts)
+                if counts[g, d]
+            ]
+            results.append(
+                client.submit(
+                    _cluster_group,
+                    inputs,
+                    self.limit,
+                    self.options.cluster,
+                    self.options.keep,
+                    self.options.empty_as_duplicates,
+                    *taken,
+                    key=self.key("cluster", g),
+                )
+            )
+        return results
+
+    def _shuffled(self, futures: list[Any], column: int, name: str) -> list[list[Any]]:
+        """Route the rows of each future's array by the node shard of a column: ``[shard][source]``."""
+        client, n_shards = self.client, self.n_tasks
+        split = [
+            client.submit(components.by_node, f, column, n_shards, key=self.key(name, i))
+            for i, f in enumerate(futures)
+        ]
+        return [[client.submit(piece, s, j) for s in split] for j in range(n_shards)]
+
+    def _label_components(self, stats: dict[str, Any]) -> list[Any]:
+        """Label the components of the candidate graph by large-star / small-star rounds.
+
+        Returns each node shard's (codes, components) future
+        (`gpusimhash.distributed._components`); the driver sees only whether a step changed
+        anything.
+        """
+        client, n_shards = self.client, self.n_tasks
+        edges = [
+            client.submit(components.local_edges, c, n_shards, key=self.key("edges", i))
+            for i, c in enumerate(self.candidates)
+        ]
+        moved = sum(client.gather([client.submit(nbytes, e) for e in edges]))
+        current = self._star_round(
+            [[client.submit(piece, e, j) for e in edges] for j in range(n_shards)], 1
+        )
+        for rounds in range(1, _MAX_ROUNDS + 1):
+            # the next round runs while the driver reads this one's reports
+            following = self._star_round(current[1], rounds + 1)
+            reports = client.gather(current[0])
+            moved += sum(emitted for _, emitted in reports)
+            if not any(changed for changed, _ in reports):
+                break
+            current = following
+        else:
+            raise RuntimeError(f"the component labels did not settle in {_MAX_ROUNDS} rounds")
+        del following  # a round past the last: every component was a star already
+        stats["label_rounds"] = rounds
+        stats["label_bytes"] = moved
+        return [
+            client.submit(components.shard_labels, current[1][j], key=self.key("labels", j))
+            for j in range(n_shards)
+        ]
+
+    def _star_round(
+        self, shards: list[list[Any]], number: int
+    ) -> tuple[list[Any], list[list[Any]]]:
+        """Submit a large-star and a small-star step over every node shard.
+
+        Returns the futures of each step's (changed, bytes emitted) and, for each shard, of the
+        pieces it receives.
+        """
+        client, n_shards = self.client, self.n_tasks
+        reports = []
+        for large in (True, False):
+            steps = [
+                client.submit(
+                    components.star_step,
+                    shards[j],
+                    n_shards,
+                    large,
+                    key=self.key("star", number, int(large), j),
+                )
+                for j in range(n_shards)
+            ]
+            shards = [[client.submit(piece, s, 1, j) for s in steps] for j in range(n_shards)]
+            reports += [client.submit(_step_report, s) for s in steps]
+        return reports, shards
+
+
+def _step_report(step: tuple[bool, list[np.ndarray]]) -> tuple[bool, int]:
+    """Return whether a label propagation step changed an edge, and the bytes it emitted."""
+    return step[0], nbytes(step[1])
+
+
+def _totals(work: np.ndarray, pairs: tuple[np.ndarray, np.ndarray]) -> tuple[int, int, int]:
+    """Return a node shard's work, components and pairs (a task)."""
+    return int(work[:, 1].sum()), len(work), len(pairs[0])
+
+
+def _cluster_group(
+    group: tuple[np.ndarray, np.ndarray],
+    limit: Any,
+    method: str,
+    policy: str,
+    empty_as_duplicates: bool,
+    *taken: tuple[Any, np.ndarray, np.ndarray | None],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Cluster one group, given its documents and pairs (`groups.group_inputs`; a task)."""
+    documents, pairs = group
+    return groups.cluster_group(
+        documents, pairs, limit, method, policy, empty_as_duplicates, *taken
+    )
+
+
+def _clusters(removed: np.ndarray, kept_for: np.ndarray) -> list[np.ndarray]:
+    """Return the rows of each cluster (a kept document and those removed for it), by first row."""
+    kept = np.unique(kept_for)
+    rows = np.concatenate([removed, kept])
+    label = np.concatenate([kept_for, kept])
+    order = np.lexsort((rows, label))
+    bounds = np.flatnonzero(np.diff(label[order])) + 1
+    clusters = [c for c in np.split(rows[order], bounds) if c.size]
+    clusters.sort(key=lambda c: int(c[0]))
+    return clusters

@@ -1,0 +1,91 @@
+"""What every stage of a distributed deduplication shares: its inputs, cluster and futures.
+
+`RunState` holds a run's inputs and what each stage leaves for the next (futures of data on the
+workers, and the few arrays the driver keeps). Each stage is a mixin over it
+(`gpusimhash.distributed._join_stage.JoinStage`, `_cluster_stage.ClusterStage`,
+`_write_stage.WriteStage`), and `gpusimhash.distributed._pipeline` runs them in order. `piece`
+and `nbytes` are the small tasks of every shuffle.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gpusimhash.dedup.pipeline import DedupOptions
+from gpusimhash.dedup.verification import Threshold
+from gpusimhash.distributed._partitions import PartFile, ReadOptions
+from gpusimhash.fingerprinting import FingerprintSettings
+
+__all__ = ["RunState", "nbytes", "piece"]
+
+
+def piece(value: Any, *path: int) -> Any:
+    """Return ``value[path[0]][path[1]]...`` (a task: pieces are picked where they are)."""
+    for key in path:
+        value = value[key]
+    return value
+
+
+def nbytes(value: Any) -> int:
+    """Return the bytes of the arrays in nested lists and tuples."""
+    if isinstance(value, np.ndarray):
+        return int(value.nbytes)
+    if isinstance(value, list | tuple):
+        return sum(nbytes(v) for v in value)
+    return 0
+
+
+@dataclass
+class RunState:
+    """One distributed deduplication: the inputs, the cluster and what each stage leaves."""
+
+    client: Any
+    paths: list[Path]
+    out_dir: Path
+    settings: FingerprintSettings
+    options: DedupOptions
+    # set by the stages as they run
+    token: str = field(init=False, repr=False)  # names this run's tasks
+    limit: Threshold = field(init=False, repr=False)
+    read: ReadOptions = field(init=False, repr=False)
+    parts: list[Any] = field(
+        init=False, repr=False
+    )  # futures of each partition's fingerprinted `Part`
+    files: list[PartFile] = field(init=False, repr=False)
+    offsets: np.ndarray = field(
+        init=False, repr=False
+    )  # global row of each partition's first document, then n
+    n_workers: int = field(init=False, repr=False)
+    n_tasks: int = field(init=False, repr=False)  # tasks per shuffle, and node shards
+    collapsed: list[Any] = field(
+        init=False, repr=False
+    )  # futures of the collapse tasks' distinct codes
+    members: list[Any] = field(
+        init=False, repr=False
+    )  # futures of the documents of codes of several
+    candidates: list[Any] = field(
+        init=False, repr=False
+    )  # futures of candidate pairs of distinct codes
+    featureless: np.ndarray = field(
+        init=False, repr=False
+    )  # global rows of the documents without features
+    kept_count: int = field(init=False, repr=False)
+    ground_truth: dict[str, Any] | None = field(init=False, repr=False)
+    report_data: dict[str, Any] = field(init=False, repr=False)
+
+    def key(self, stage: str, *index: int) -> str:
+        """Return a task key: stage, run and indices."""
+        return "-".join(["gpusimhash", stage, self.token, *map(str, index)])
+
+    def _by_partition(self, rows: np.ndarray) -> list[tuple[int, np.ndarray]]:
+        """Split ascending global rows by partition (nonempty ones only)."""
+        bounds = np.searchsorted(rows, self.offsets)
+        return [
+            (d, rows[bounds[d] : bounds[d + 1]])
+            for d in range(len(self.paths))
+            if bounds[d + 1] > bounds[d]
+        ]
