@@ -260,6 +260,26 @@ def test_outputs(corpus, cluster, tmp_path):
     assert 0 < summary["results"]["pairs_verified"] <= summary["results"]["candidate_code_pairs"]
 
 
+@pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
+def test_duplicates_written_in_the_single_machines_chunks(
+    corpus, cluster, tmp_path, fmt, monkeypatch
+):
+    # 7 clusters a write: Parquet row groups as on one machine, the driver never holding all
+    from gpusimhash.dedup import pipeline
+    from gpusimhash.distributed import _write_stage
+
+    monkeypatch.setattr(pipeline, "_DUPLICATES_CHUNK", 7)
+    monkeypatch.setattr(_write_stage, "_DUPLICATES_CHUNK", 7)
+    root, layouts = corpus
+    options = {**FAST, "output_format": fmt}
+    single = dedup_file(root / "all.jsonl", tmp_path / "single", **options)
+    assert single.summary["results"]["clusters"] > 3 * 7
+    with _client_with(cluster, 1) as client:
+        dedup(layouts[7], tmp_path / "spread", client=client, **options)
+    name = f"duplicates.{fmt}"
+    assert (tmp_path / "spread" / name).read_bytes() == (tmp_path / "single" / name).read_bytes()
+
+
 def test_command_line_on_a_scheduler_and_on_local_workers(corpus, cluster, tmp_path, capsys):
     from gpusimhash.cli import main
 
