@@ -30,7 +30,11 @@ class JoinStage(RunState):
     """Collapse identical codes and join the pigeonhole tables (a mixin of the run)."""
 
     def _join(self) -> dict[str, Any]:
-        """Collapse identical codes and join every table; keep the futures of both."""
+        """Collapse identical codes and join every table; keep the futures of the pairs.
+
+        Every future of an intermediate result is dropped as soon as the tasks that use it are
+        submitted (its size first asked for), so that each worker lets it go once used.
+        """
         client, bits = self.client, self.settings.bits
         n_parts = len(self.paths)
         self.n_workers = max(1, len(client.scheduler_info().get("workers", {})))
@@ -49,7 +53,9 @@ class JoinStage(RunState):
             )
             for p, part in enumerate(self.parts)
         ]
-        self.collapsed = [
+        collapse_bytes = [client.submit(nbytes, s) for s in split]
+        featureless = [client.submit(piece, s, 1) for s in split]
+        collapsed = [
             client.submit(
                 tables.collapse,
                 [
@@ -61,60 +67,65 @@ class JoinStage(RunState):
             )
             for b in range(n_tasks)
         ]
+        del split
         # what the clustering gathers besides the pairs, ready by the time they are
-        self.members = [client.submit(_members, c) for c in self.collapsed]
+        self.members = [client.submit(_members, c) for c in collapsed]
+        distinct = [client.submit(_distinct, c) for c in collapsed]
         blocks = tables.pigeonhole_blocks(bits, self.limit.radius)
         pieces = [
             client.submit(tables.table_pieces, c, blocks, n_tasks, key=self.key("table-split", b))
-            for b, c in enumerate(self.collapsed)
+            for b, c in enumerate(collapsed)
         ]
-        sorted_codes = {
-            (t, j): client.submit(
-                tables.bucket_table,
-                [
-                    client.submit(piece, split_codes, t, j, key=self.key("table-piece", t, j, b))
-                    for b, split_codes in enumerate(pieces)
-                ],
-                t,
-                blocks,
-                bits,
-                self.limit.radius,
-                key=self.key("table-sort", t, j),
-            )
-            for t in range(len(blocks))
-            for j in range(n_tasks)
-        }
-        self.candidates = [
-            client.submit(
-                tables.join_table,
-                codes,
-                t,
-                blocks,
-                bits,
-                self.limit.radius,
-                key=self.key("table", t, j),
-            )
-            for (t, j), codes in sorted_codes.items()
-        ]
+        del collapsed
+        table_bytes = [client.submit(nbytes, p) for p in pieces]
+        # each table task's join submitted right after its sort: a worker joins a task's
+        # sorted codes before it sorts the next ones
+        sorted_codes, self.candidates = {}, []
+        for t in range(len(blocks)):
+            for j in range(n_tasks):
+                sorted_codes[t, j] = client.submit(
+                    tables.bucket_table,
+                    [
+                        client.submit(
+                            piece, table_piece, t, j, key=self.key("table-piece", t, j, b)
+                        )
+                        for b, table_piece in enumerate(pieces)
+                    ],
+                    t,
+                    blocks,
+                    bits,
+                    self.limit.radius,
+                    key=self.key("table-sort", t, j),
+                )
+                self.candidates.append(
+                    client.submit(
+                        tables.join_table,
+                        sorted_codes[t, j],
+                        t,
+                        blocks,
+                        bits,
+                        self.limit.radius,
+                        key=self.key("table", t, j),
+                    )
+                )
+        del pieces
         crowded = self._split_crowded(sorted_codes, blocks)
-        self.featureless = np.concatenate(
-            [np.zeros(0, np.int64), *client.gather([client.submit(piece, s, 1) for s in split])]
-        )
+        self.featureless = np.concatenate([np.zeros(0, np.int64), *client.gather(featureless)])
         return {
             **crowded,
-            "collapse_bytes": sum(client.gather([client.submit(nbytes, s) for s in split])),
-            "table_bytes": sum(client.gather([client.submit(nbytes, p) for p in pieces])),
+            "collapse_bytes": sum(client.gather(collapse_bytes)),
+            "table_bytes": sum(client.gather(table_bytes)),
             "tables": len(blocks),
             "blocks": [list(b) for b in blocks],
-            "distinct_codes": sum(
-                client.gather([client.submit(_distinct, c) for c in self.collapsed])
-            ),
+            "distinct_codes": sum(client.gather(distinct)),
         }
 
     def _split_crowded(
         self, sorted_codes: dict[tuple[int, int], Any], blocks: tuple[tuple[int, int], ...]
     ) -> dict[str, int]:
         """Join each crowded bucket by share tasks; add their futures to the candidates.
+
+        Empties ``sorted_codes`` as each table task's crowded buckets are submitted.
 
         The driver learns only the crowded buckets' sizes and estimated seconds, from each
         table task as soon as it has sorted its codes; each bucket is selected on the worker
@@ -129,7 +140,7 @@ class JoinStage(RunState):
         }
         found: dict[tuple[int, int, int], list[Any]] = {}
         for future, buckets in as_completed(asked, with_results=True):  # type: ignore[no-untyped-call]
-            t, j = asked[future]
+            t, j = asked.pop(future)
             for i, (_, seconds) in enumerate(buckets):
                 bucket = client.submit(
                     tables.crowded_bucket,
@@ -154,6 +165,7 @@ class JoinStage(RunState):
                     )
                     for share in range(shares)
                 ]
+            del sorted_codes[t, j]  # its join and buckets hold it while they need it
         for index in sorted(found):
             self.candidates += found[index]
         return {

@@ -48,31 +48,22 @@ class RunState:
     out_dir: Path
     settings: FingerprintSettings
     options: DedupOptions
-    # set by the stages as they run
-    token: str = field(init=False, repr=False)  # names this run's tasks
+    # set by the stages as they run: the task names' token, the threshold, how partitions are
+    # read, futures of each partition's fingerprinted `Part`, their files, the global row of
+    # each partition's first document (then n), workers, tasks per shuffle (and node shards),
+    # futures of the documents of codes of several and of the candidate pairs of distinct
+    # codes, the rows of the documents without features, and what the write stage found
+    token: str = field(init=False, repr=False)
     limit: Threshold = field(init=False, repr=False)
     read: ReadOptions = field(init=False, repr=False)
-    parts: list[Any] = field(
-        init=False, repr=False
-    )  # futures of each partition's fingerprinted `Part`
+    parts: list[Any] = field(init=False, repr=False)
     files: list[PartFile] = field(init=False, repr=False)
-    offsets: np.ndarray = field(
-        init=False, repr=False
-    )  # global row of each partition's first document, then n
+    offsets: np.ndarray = field(init=False, repr=False)
     n_workers: int = field(init=False, repr=False)
-    n_tasks: int = field(init=False, repr=False)  # tasks per shuffle, and node shards
-    collapsed: list[Any] = field(
-        init=False, repr=False
-    )  # futures of the collapse tasks' distinct codes
-    members: list[Any] = field(
-        init=False, repr=False
-    )  # futures of the documents of codes of several
-    candidates: list[Any] = field(
-        init=False, repr=False
-    )  # futures of candidate pairs of distinct codes
-    featureless: np.ndarray = field(
-        init=False, repr=False
-    )  # global rows of the documents without features
+    n_tasks: int = field(init=False, repr=False)
+    members: list[Any] = field(init=False, repr=False)
+    candidates: list[Any] = field(init=False, repr=False)
+    featureless: np.ndarray = field(init=False, repr=False)
     kept_count: int = field(init=False, repr=False)
     ground_truth: dict[str, Any] | None = field(init=False, repr=False)
     report_data: dict[str, Any] = field(init=False, repr=False)
