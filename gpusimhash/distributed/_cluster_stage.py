@@ -134,44 +134,53 @@ class ClusterStage(RunState):
                 np.searchsorted(self.offsets, featureless[:, 0], side="right") - 1,
                 minlength=len(self.paths),
             )
-        results = []
+        inputs, taken = [], []
         for g in range(n_groups):
-            inputs = client.submit(
-                groups.group_inputs,
-                [client.submit(piece, r, 0, g) for r in routed] + extra.get(g, []),
-                [client.submit(piece, r, 1, g) for r in routed],
-                key=self.key("group", g),
+            inputs.append(
+                client.submit(
+                    groups.group_inputs,
+                    [client.submit(piece, r, 0, g) for r in routed] + extra.get(g, []),
+                    [client.submit(piece, r, 1, g) for r in routed],
+                    key=self.key("group", g),
+                )
             )
             # each partition's share of the group, taken where the partition is
-            taken = [
-                client.submit(
-                    partitions.take_documents,
-                    part,
+            taken.append(
+                [
                     client.submit(
-                        groups.rows_between,
-                        inputs,
+                        partitions.take_documents,
+                        part,
+                        client.submit(
+                            groups.rows_between,
+                            inputs[g],
+                            int(self.offsets[d]),
+                            int(self.offsets[d + 1]),
+                        ),
                         int(self.offsets[d]),
-                        int(self.offsets[d + 1]),
-                    ),
-                    int(self.offsets[d]),
-                    key=self.key("group-take", g, d),
-                )
-                for d, part in enumerate(self.parts)
-                if counts[g, d]
-            ]
-            results.append(
-                client.submit(
-                    _cluster_group,
-                    inputs,
-                    self.limit,
-                    self.options.cluster,
-                    self.options.keep,
-                    self.options.empty_as_duplicates,
-                    *taken,
-                    key=self.key("cluster", g),
-                )
+                        key=self.key("group-take", g, d),
+                    )
+                    for d, part in enumerate(self.parts)
+                    if counts[g, d]
+                ]
             )
-        return results
+        # every group's documents taken before any group is clustered: a worker (one task at a
+        # time) would otherwise make the next groups' shares wait behind a clustering
+        from dask.distributed import wait
+
+        wait([t for group in taken for t in group])  # type: ignore[no-untyped-call]
+        return [
+            client.submit(
+                _cluster_group,
+                inputs[g],
+                self.limit,
+                self.options.cluster,
+                self.options.keep,
+                self.options.empty_as_duplicates,
+                *taken[g],
+                key=self.key("cluster", g),
+            )
+            for g in range(n_groups)
+        ]
 
     def _shuffled(self, futures: list[Any], column: int, name: str) -> list[list[Any]]:
         """Route the rows of each future's array by the node shard of a column: ``[shard][source]``."""
