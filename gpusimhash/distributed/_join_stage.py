@@ -20,9 +20,9 @@ from gpusimhash.distributed._run import RunState, nbytes, piece
 __all__ = ["JoinStage"]
 
 # documents per collapse or join task at least, beyond two per worker: each shuffle is
-# n_tasks ** 2 piece tasks of about 0.7 ms of the scheduler's time each (measured on 2 local
-# workers), so 1B documents make 63 tasks (about 3 s of scheduler time per shuffle), while a task
-# holds at most 16M codes (384 MB of rows and codes at 128 bits)
+# n_tasks ** 2 piece tasks of 0.7 to 1 ms of the scheduler's time each (`bench_distributed.py`,
+# 2 local workers), so 1B documents make 63 tasks (3 to 4 s of scheduler time per shuffle),
+# while a task holds at most 16M codes (384 MB of rows and codes at 128 bits)
 TASK_DOCUMENTS = 16_000_000
 
 
