@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpusimhash.codes import code_words
-from gpusimhash.distributed import _partitions as partitions
+from gpusimhash.distributed import _routing as routing
 from gpusimhash.distributed import _tables as tables
 from gpusimhash.search.exact import near_duplicate_groups
 
@@ -19,7 +19,7 @@ def _distributed_pairs(codes, radius, n_parts, n_tasks, n_workers=1):
     # partitions route their documents by code hash; the collapse tasks take every piece
     pieces = [[] for _ in range(n_tasks)]
     for part in np.array_split(rows, n_parts):
-        task = partitions.mix_words(words[part]) % np.uint64(n_tasks)
+        task = routing.mix_words(words[part]) % np.uint64(n_tasks)
         for b in range(n_tasks):
             chosen = part[task == b]
             pieces[b].append((chosen, words[chosen]))

@@ -24,11 +24,9 @@ Before the rounds, each join task's pairs are reduced to the stars of their own 
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 
-from gpusimhash.distributed._partitions import mix_words
+from gpusimhash.distributed._routing import destination, split_by
 from gpusimhash.search.clusters import cluster_labels
 
 __all__ = ["by_node", "by_shard", "local_edges", "shard_labels", "shard_of", "star_step"]
@@ -36,17 +34,15 @@ __all__ = ["by_node", "by_shard", "local_edges", "shard_labels", "shard_of", "st
 _SALT = 7  # the node shards' hash differs from the collapse's and the tables'
 
 
-def shard_of(nodes: np.ndarray, n_shards: int) -> np.ndarray:
-    """Return the shard of each node (a hash of its name).
+def shard_of(nodes: np.ndarray, n_shards: int, salt: int = _SALT) -> np.ndarray:
+    """Return the shard of each node (a hash of its name; another ``salt``, another spread).
 
     Examples
     --------
     >>> shard_of(np.array([3, 3, 8]), 1).tolist()
     [0, 0, 0]
     """
-    words = nodes.astype(np.int64).view(np.uint64).reshape(-1, 1)
-    shards: np.ndarray = (mix_words(words, salt=_SALT) % np.uint64(n_shards)).astype(np.int64)
-    return shards
+    return destination(nodes.astype(np.int64).view(np.uint64).reshape(-1, 1), n_shards, salt)
 
 
 def by_shard(rows: np.ndarray, shard: np.ndarray, n_shards: int) -> list[np.ndarray]:
@@ -57,9 +53,7 @@ def by_shard(rows: np.ndarray, shard: np.ndarray, n_shards: int) -> list[np.ndar
     >>> [p.tolist() for p in by_shard(np.array([5, 6, 7]), np.array([1, 0, 1]), 2)]
     [[6], [5, 7]]
     """
-    order = np.argsort(shard, kind="stable")
-    bounds = np.searchsorted(shard[order], np.arange(n_shards + 1))
-    return [rows[order[lo:hi]] for lo, hi in itertools.pairwise(bounds)]
+    return [piece for (piece,) in split_by(shard, n_shards, rows)]
 
 
 def by_node(rows: np.ndarray, column: int, n_shards: int) -> list[np.ndarray]:

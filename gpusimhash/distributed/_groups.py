@@ -23,8 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpusimhash.dedup.verification import Threshold, cluster_documents
-from gpusimhash.distributed._components import by_shard, shard_of
-from gpusimhash.distributed._partitions import mix_words
+from gpusimhash.distributed._components import by_node, by_shard, shard_of
 from gpusimhash.search.graph import CodeGraph, adjacency
 from gpusimhash.search.verify import DocumentFeatures
 
@@ -123,7 +122,7 @@ def work_pieces(
     """
     components, work = np.unique(np.concatenate([documents[:, 2], pairs[1]]), return_counts=True)
     rows = np.stack([components, work], axis=1).astype(np.int64)
-    return by_shard(rows, shard_of(components, n_shards), n_shards)
+    return by_node(rows, 0, n_shards)
 
 
 def component_work(pieces: list[np.ndarray]) -> np.ndarray:
@@ -156,8 +155,7 @@ def group_of(
     >>> group_of(np.array([7, 7]), heavy, 3).tolist()
     [1, 1]
     """
-    words = components.astype(np.int64).view(np.uint64).reshape(-1, 1)
-    hashed = (mix_words(words, salt=_GROUP_SALT) % np.uint64(n_groups)).astype(np.int64)
+    hashed = shard_of(components, n_groups, salt=_GROUP_SALT)
     labels, groups = heavy
     if not labels.size:
         return hashed

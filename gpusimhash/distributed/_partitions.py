@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import itertools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ import numpy as np
 from gpusimhash.codes import code_words
 from gpusimhash.dedup.pipeline import _annotated, _labels, _record_value
 from gpusimhash.dedup.report import neighbours
+from gpusimhash.distributed._routing import destination, split_by
 from gpusimhash.evaluation import removal_counts
 from gpusimhash.features import FeatureBatch
 from gpusimhash.fingerprinting import FingerprintSettings, resolve_device
@@ -213,7 +213,7 @@ def part_file(part: Part) -> PartFile:
 
 def collapse_pieces(
     part: Part, offset: int, n_tasks: int
-) -> tuple[list[tuple[np.ndarray, np.ndarray]], np.ndarray]:
+) -> tuple[list[tuple[np.ndarray, ...]], np.ndarray]:
     """Split the featured documents of a partition by a hash of their code.
 
     Identical codes go to the same collapse task wherever they come from.
@@ -238,29 +238,8 @@ def collapse_pieces(
     has = part.features.sizes > 0
     local = np.flatnonzero(has)
     words = code_words(part.codes[local])
-    task = (mix_words(words) % np.uint64(n_tasks)).astype(np.int64)
-    order = np.argsort(task, kind="stable")
-    bounds = np.searchsorted(task[order], np.arange(n_tasks + 1))
-    rows = local + offset
-    pieces = [(rows[order[lo:hi]], words[order[lo:hi]]) for lo, hi in itertools.pairwise(bounds)]
+    pieces = split_by(destination(words, n_tasks), n_tasks, local + offset, words)
     return pieces, np.flatnonzero(~has).astype(np.int64) + offset
-
-
-def mix_words(words: np.ndarray, salt: int = 0) -> np.ndarray:
-    """Hash rows of uint64 words to uint64 (splitmix64 over the words; shuffle routing only)."""
-    h = np.full(words.shape[0], (salt * 0x9E3779B97F4A7C15) % 2**64, dtype=np.uint64)
-    for k in range(words.shape[1]):
-        h = _splitmix(h ^ words[:, k])
-    return h
-
-
-def _splitmix(x: np.ndarray) -> np.ndarray:
-    """Apply the splitmix64 finalizer (wrapping uint64 arithmetic)."""
-    with np.errstate(over="ignore"):
-        x = x + np.uint64(0x9E3779B97F4A7C15)
-        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        return x ^ (x >> np.uint64(31))
 
 
 def take_codes(part: Part, rows: np.ndarray, offset: int) -> np.ndarray:

@@ -64,7 +64,6 @@ class RunState:
     members: list[Any] = field(init=False, repr=False)
     candidates: list[Any] = field(init=False, repr=False)
     featureless: np.ndarray = field(init=False, repr=False)
-    kept_count: int = field(init=False, repr=False)
     ground_truth: dict[str, Any] | None = field(init=False, repr=False)
     report_data: dict[str, Any] = field(init=False, repr=False)
 

@@ -24,14 +24,13 @@ same pairs, each once.
 
 from __future__ import annotations
 
-import itertools
 import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from gpusimhash import _segments
-from gpusimhash.distributed._partitions import mix_words
+from gpusimhash.distributed._routing import destination, split_by
 from gpusimhash.search import mih
 from gpusimhash.search._join import threads
 
@@ -161,7 +160,7 @@ def collapse(pieces: list[tuple[np.ndarray, np.ndarray]], n_words: int) -> Colla
 
 def table_pieces(
     collapsed: Collapsed, blocks: tuple[tuple[int, int], ...], n_tasks: int
-) -> list[list[tuple[np.ndarray, np.ndarray]]]:
+) -> list[list[tuple[np.ndarray, ...]]]:
     """Split a collapse task's distinct codes by their key on each table's block.
 
     Parameters
@@ -182,15 +181,8 @@ def table_pieces(
     out = []
     for t, (lo, width) in enumerate(blocks):
         keys = block_keys(collapsed.words, lo, width)
-        task = (mix_words(keys[:, None], salt=t + 1) % np.uint64(n_tasks)).astype(np.int64)
-        order = np.argsort(task, kind="stable")
-        bounds = np.searchsorted(task[order], np.arange(n_tasks + 1))
-        out.append(
-            [
-                (collapsed.rows[order[lo_:hi_]], collapsed.words[order[lo_:hi_]])
-                for lo_, hi_ in itertools.pairwise(bounds)
-            ]
-        )
+        task = destination(keys[:, None], n_tasks, salt=t + 1)
+        out.append(split_by(task, n_tasks, collapsed.rows, collapsed.words))
     return out
 
 

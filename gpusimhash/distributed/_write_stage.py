@@ -89,7 +89,7 @@ class WriteStage(RunState):
         self.ground_truth = (
             None if options.truth_field is None else self._ground_truth(written, truth_tasks)
         )
-        self.kept_count = sum(count for count, _, _ in done)
+        kept_count = sum(count for count, _, _ in done)
         ids = [i for _, part_ids, _ in done for i in part_ids]
         path = self.out_dir / f"duplicates.{fmt}"
         with RecordWriter(path, fmt) as writer:
@@ -97,9 +97,9 @@ class WriteStage(RunState):
                 writer.write(records)
         files = {
             f"{name}/": (
-                f"the {self.kept_count:,} kept documents, one part per input partition"
+                f"the {kept_count:,} kept documents, one part per input partition"
                 if not options.annotate
-                else f"all {self.kept_count:,} documents, one part per input partition, with "
+                else f"all {kept_count:,} documents, one part per input partition, with "
                 "cluster, duplicate_of (the id of the document kept for it) and similarity"
             ),
             path.name: f"{len(clusters):,} clusters of near-duplicates",
