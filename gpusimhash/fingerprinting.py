@@ -10,8 +10,9 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from gpusimhash import _backend, _cpu, _missing, _validate
+from gpusimhash import _backend, _missing, _validate
 from gpusimhash._batching import chunks
+from gpusimhash._cpu._fingerprint import fingerprint_batch as cpu_fingerprint_batch
 from gpusimhash.features import FeatureBatch
 from gpusimhash.text import TextFeaturizer
 from gpusimhash.utf8 import Utf8Texts, is_arrow_text
@@ -290,7 +291,7 @@ def _fingerprint_one(
     """Fingerprint one batch on the CPU."""
     if kind in ("text", "utf8"):
         batch = featurizer.transform(batch, first_index=first)
-    return _cpu.fingerprint_batch(batch, bits=bits, seed=seed)
+    return cpu_fingerprint_batch(batch, bits=bits, seed=seed)
 
 
 def fingerprint_device(

@@ -4,7 +4,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpusimhash import _cpu
+from gpusimhash._cpu._fingerprint import fingerprint_batch as cpu_fingerprint_batch
 from gpusimhash.dedup.verification import Threshold, cluster_documents
 from gpusimhash.distributed import _components as components
 from gpusimhash.distributed import _groups as groups
@@ -113,7 +113,7 @@ def _split_and_cluster(graph, features, lengths, limit, method, policy, n_shards
 def test_groups_cluster_as_the_whole(seed, n, radius, n_shards, n_groups, method, policy):
     docs = _corpus(seed, n)
     batch = featurize(docs)
-    codes = _cpu.fingerprint_batch(batch, bits=64, seed=0)
+    codes = cpu_fingerprint_batch(batch, bits=64, seed=0)
     graph = near_duplicate_graph(codes, max_distance=radius)
     features = DocumentFeatures.from_batch(batch)
     lengths = np.array([len(d) for d in docs], dtype=np.int64)

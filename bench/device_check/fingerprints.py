@@ -29,7 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from gpusimhash import _cpu, fingerprint
+from gpusimhash import fingerprint
+from gpusimhash._cpu._fingerprint import fingerprint_batch as cpu_fingerprint_batch
 from gpusimhash.features import FeatureBatch
 from gpusimhash.hashing import feature_states
 from gpusimhash.text import TextFeaturizer
@@ -70,7 +71,7 @@ def _csr_job(bounds: tuple[int, int]) -> np.ndarray:
         (indptr[start : stop + 1] - first).astype(np.int64),
         data[first:last],
     )
-    return _cpu.fingerprint_batch(batch, bits=64, seed=0)
+    return cpu_fingerprint_batch(batch, bits=64, seed=0)
 
 
 def _ranges(n: int, pieces: int) -> list[tuple[int, int]]:
@@ -167,7 +168,7 @@ def parity(corpora: dict[str, list[str]], batches: list[FeatureBatch]) -> list[d
             if made.weighting == "tfidf":
                 made.fit(texts[:10_000])
             for bits in (64, 256):
-                cpu = _cpu.fingerprint_batch(made.transform(texts), bits=bits, seed=bits)
+                cpu = cpu_fingerprint_batch(made.transform(texts), bits=bits, seed=bits)
                 gpu = _gpu.fingerprint_text(texts, made, bits=bits, seed=bits).get()
                 records.append(_record(f"text/{corpus}/{name}", bits, gpu, cpu))
                 gpu = _gpu.fingerprint_text(utf8, made, bits=bits, seed=bits).get()
@@ -176,12 +177,12 @@ def parity(corpora: dict[str, list[str]], batches: list[FeatureBatch]) -> list[d
         for bits in (64, 256, 1024):
             weighted = batch.weights is not None
             gpu = _gpu.fingerprint_batch(batch, bits=bits, seed=7).get()
-            cpu = _cpu.fingerprint_batch(batch, bits=bits, seed=7)
+            cpu = cpu_fingerprint_batch(batch, bits=bits, seed=7)
             records.append(_record(f"batch/weighted={weighted}", bits, gpu, cpu))
     # back to back on host input: the second call must not rewrite the first one's staging
     first, second = (fingerprint_device(batch, bits=64, seed=3) for batch in batches[:2])
     for batch, codes in zip(batches[:2], (first, second), strict=True):
-        cpu = _cpu.fingerprint_batch(batch, bits=64, seed=3)
+        cpu = cpu_fingerprint_batch(batch, bits=64, seed=3)
         records.append(_record("back-to-back fingerprint_device", 64, codes.get(), cpu))
     return records
 

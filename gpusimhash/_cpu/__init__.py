@@ -1,46 +1,17 @@
-"""CPU fingerprinting: the engine every other engine is tested against.
+"""The compiled loops: every Numba kernel of the CPU engine, the joins and the clustering.
 
-Feature states get their seed suffix in one vectorized pass; then each document's entries draw
-their xorshift32 sign words and add their fixed-point weights to int64 slots in a compiled loop
-(``_loops.accumulate_codes``), documents in parallel. Integer arithmetic makes the result exact
-and independent of order and threading.
+Importing this package points Numba at a writable cache folder (`_runtime`) before any loop of
+it is defined. It imports nothing else of gpusimhash, so any module may use a loop of it.
+
+- `_fingerprint`: the CPU fingerprint engine, the one every other engine is tested against;
+- `_loops`, `_utf8_loops`: feature hashing, sign accumulation, tokenization;
+- `_verify_loops`: exact pair similarities and feature merging;
+- `_mih_loops`, `_cluster_loops`: the multi-index hashing join and the clusterings;
+- `_runtime`, `_prefetch`: the cache location, thread-safe calls, a prefetch intrinsic.
 """
 
 from __future__ import annotations
 
-import numpy as np
-
-from gpusimhash._cpu._runtime import ensure_cache_location, parallel_call
+from gpusimhash._cpu._runtime import ensure_cache_location
 
 ensure_cache_location()  # before any compiled loop of this package is defined
-
-from gpusimhash._cpu._loops import accumulate_codes, accumulate_unit_codes
-from gpusimhash.features import FeatureBatch
-from gpusimhash.fixedpoint import quantize
-from gpusimhash.hashing import seed_states
-
-
-def fingerprint_batch(batch: FeatureBatch, *, bits: int, seed: int) -> np.ndarray:
-    """Fingerprint a batch of documents on the CPU.
-
-    Parameters
-    ----------
-    batch : FeatureBatch
-        Validated documents.
-    bits : int
-        Fingerprint length, a multiple of 8.
-    seed : int
-        Global seed in ``[0, 2**32)``.
-
-    Returns
-    -------
-    codes : ndarray, shape (batch.n_docs, bits // 8), dtype uint8
-        Packed fingerprints, bit ``i`` in byte ``i // 8`` at position ``i % 8``.
-    """
-    hashes = seed_states(batch.states, seed)
-    if batch.weights is None:  # unit weights: bit-sliced counters, the same bits
-        offsets = np.ascontiguousarray(batch.offsets)
-        return parallel_call(accumulate_unit_codes, hashes, offsets, bits)
-    weights = quantize(batch.entry_weights(), batch.offsets)
-    offsets = np.ascontiguousarray(batch.offsets)
-    return parallel_call(accumulate_codes, hashes, offsets, weights, bits)

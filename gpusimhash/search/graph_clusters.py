@@ -217,9 +217,9 @@ def graph_stars(
     --------
     >>> from gpusimhash.search.exact import near_duplicate_graph
     >>> from gpusimhash.search.verify import featurize
-    >>> from gpusimhash import _cpu
+    >>> from gpusimhash._cpu._fingerprint import fingerprint_batch
     >>> batch = featurize(["a b c", "a b c d", "a b x y", "a b c"])
-    >>> graph = near_duplicate_graph(_cpu.fingerprint_batch(batch, bits=64, seed=0), max_distance=64)
+    >>> graph = near_duplicate_graph(fingerprint_batch(batch, bits=64, seed=0), max_distance=64)
     >>> features = DocumentFeatures.from_batch(batch)
     >>> units = unit_graph(graph, features, np.arange(4), verify=True)
     >>> stars, verified = graph_stars(graph, units, features, measure="cosine", value=0.8)

@@ -42,7 +42,8 @@ from typing import Any
 import numpy as np
 from scipy.stats import binom
 
-from gpusimhash import _backend, _cpu, _segments, _validate
+from gpusimhash import _backend, _segments, _validate
+from gpusimhash._cpu._fingerprint import fingerprint_batch as cpu_fingerprint_batch
 from gpusimhash._cpu._runtime import parallel_call
 from gpusimhash._cpu._verify_loops import (
     feature_hashes,
@@ -791,7 +792,7 @@ def fingerprint_batch(batch: FeatureBatch, engine: str, *, bits: int, seed: int)
         from gpusimhash import _gpu
 
         return _backend.to_host(_gpu.fingerprint_batch(batch, bits=bits, seed=seed))
-    return _cpu.fingerprint_batch(batch, bits=bits, seed=seed)
+    return cpu_fingerprint_batch(batch, bits=bits, seed=seed)
 
 
 @dataclass(frozen=True)
@@ -956,7 +957,7 @@ def verify_candidates(
     --------
     >>> from gpusimhash.search.exact import near_duplicate_groups
     >>> batch = featurize(["a b c", "a b c", "a b c d", "x y"])
-    >>> codes = _cpu.fingerprint_batch(batch, bits=64, seed=0)
+    >>> codes = cpu_fingerprint_batch(batch, bits=64, seed=0)
     >>> groups = near_duplicate_groups(codes, max_distance=64)
     >>> features = DocumentFeatures.from_batch(batch)
     >>> found = verify_candidates(groups, features, range(4), min_cosine=0.8)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from cuda_emu import emulator
 
-from gpusimhash import _cpu
+from gpusimhash._cpu._fingerprint import fingerprint_batch as cpu_fingerprint_batch
 from gpusimhash._gpu import pipeline
 from gpusimhash.features import FeatureBatch
 from gpusimhash.text import TextFeaturizer
@@ -45,7 +45,7 @@ def test_back_to_back_runs_on_host_input_leave_no_copy_in_flight(engine):
         jobs = pipeline.feature_jobs(engine, batch, bits=64, seed=seed, budget=40)
         codes = _codes(runner.run(jobs))
         assert staging.in_flight == {}  # nothing may still read a pinned buffer
-        np.testing.assert_array_equal(codes, _cpu.fingerprint_batch(batch, bits=64, seed=seed))
+        np.testing.assert_array_equal(codes, cpu_fingerprint_batch(batch, bits=64, seed=seed))
     assert staging.copies > 4  # several batches per call, both slots reused
 
 
@@ -161,7 +161,7 @@ FEATURIZERS = [
 @pytest.mark.parametrize("budget", [10**6, 25])
 def test_utf8_and_str_jobs_match_the_cpu(engine, featurizer, budget):
     featurizer = featurizer.fit(TEXTS[:4]) if featurizer.weighting == "tfidf" else featurizer
-    expected = _cpu.fingerprint_batch(featurizer.transform(TEXTS), bits=128, seed=5)
+    expected = cpu_fingerprint_batch(featurizer.transform(TEXTS), bits=128, seed=5)
     runner = pipeline.Pipeline(emulator.EmulatedStaging())
     texts = Utf8Texts.from_strings(TEXTS)
     utf8 = pipeline.utf8_jobs(engine, texts, featurizer, bits=128, seed=5, budget=budget)
@@ -173,7 +173,7 @@ def test_utf8_and_str_jobs_match_the_cpu(engine, featurizer, budget):
 def test_str_jobs_keep_lone_surrogates(engine):
     texts = ["a\ud800b", "\udfff x"]
     featurizer = TextFeaturizer("char", 2)
-    expected = _cpu.fingerprint_batch(featurizer.transform(texts), bits=64, seed=1)
+    expected = cpu_fingerprint_batch(featurizer.transform(texts), bits=64, seed=1)
     jobs = pipeline.text_jobs(engine, texts, featurizer, bits=64, seed=1, budget=100)
     codes = _codes(pipeline.Pipeline(emulator.EmulatedStaging()).run(jobs))
     np.testing.assert_array_equal(codes, expected)
