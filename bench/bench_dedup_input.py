@@ -33,11 +33,12 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import DEFAULT_CORPUS, print_table, write_json
 
+from gpusimhash.fingerprinting import fingerprint_batch
 from gpusimhash.io.lines import document_batches
 from gpusimhash.io.readers import read_batches
-from gpusimhash.search.verify import DocumentFeatures, fingerprint_batch
 from gpusimhash.text import TextFeaturizer
 from gpusimhash.utf8 import Utf8Texts
+from gpusimhash.verify._features import DocumentFeatures
 
 
 def str_batches(path: Path, batch_size: int) -> Iterator[Any]:

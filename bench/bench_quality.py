@@ -7,7 +7,7 @@
   on the count weights) reaches the threshold (pair scores, and recall over the pairs that are
   not identical vectors).
 
-Dedup runs in memory with the functions the pipeline calls (`dedup.verification`): without
+Dedup runs in memory with the functions the pipeline calls (`gpusimhash.cluster._documents`): without
 verification, the pairs within the radius of the estimated cosine and connected components (the
 old dedup); with it, the candidate radius of ``--candidate-recall``, every candidate verified,
 star clusters. Every setting also counts the removed documents whose exact similarity to their
@@ -36,13 +36,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import DEFAULT_CORPUS, write_json
 
 from gpusimhash._cpu import fingerprint_batch
+from gpusimhash.cluster._documents import cluster_documents
 from gpusimhash.datasets import sample
 from gpusimhash.datasets.synth import CorpusSpec, generate
-from gpusimhash.dedup.verification import cluster_documents, join_with_features, plan_threshold
 from gpusimhash.evaluation import removal_scores
-from gpusimhash.search.exact import near_duplicate_graph
-from gpusimhash.search.verify import DocumentFeatures, featurize, verify_candidates
+from gpusimhash.fingerprinting import featurize
+from gpusimhash.join._exact import near_duplicate_graph
+from gpusimhash.join._graph import join_with_features
 from gpusimhash.text import TextFeaturizer
+from gpusimhash.verify._features import DocumentFeatures
+from gpusimhash.verify._threshold import plan_threshold
+from gpusimhash.verify._units import verify_candidates
 
 FEATURES = {
     "words": lambda: TextFeaturizer("word", 1),

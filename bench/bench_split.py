@@ -3,7 +3,7 @@
 ``shares``: one crowded bucket of ``n`` distinct codes (every code shares table 0's key; the
 other bits random, or one code's with 10% (128 bits) or 20% (256 bits) of them flipped:
 similar documents, few pairs within the radius but many candidates), joined whole by
-`gpusimhash.search.mih.join_pairs` and in ``k`` shares by `gpusimhash.search.mih.join_share`
+`gpusimhash.join._mih.join_pairs` and in ``k`` shares by `gpusimhash.join._mih.join_share`
 (``k``: as the pipeline would choose from the plan's estimate, at least 2), one thread, here:
 the whole join's time, the plan's time, the shares' total (the CPU split costs: every share
 builds the plan's tables) and their slowest (the wall time with one worker per share). At
@@ -42,13 +42,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import print_table, write_json
 
 from gpusimhash.codes import code_words
-from gpusimhash.dedup.pipeline import DedupOptions
+from gpusimhash.dedup.options import DedupOptions
 from gpusimhash.distributed import _tables as tables
 from gpusimhash.distributed import local_cluster
 from gpusimhash.distributed._pipeline import _Run
 from gpusimhash.fingerprinting import FingerprintSettings
-from gpusimhash.search import mih
-from gpusimhash.search._join import collapse
+from gpusimhash.join import _mih as mih
+from gpusimhash.join._groups import collapse
 
 SETTINGS = ((128, 3), (256, 68))  # (bits, radius)
 SIZES = {128: (4096, 16384, 65536, 262144, 1048576), 256: (4096, 16384, 65536)}

@@ -1,19 +1,30 @@
-"""Give freed arrays back to the system at once (glibc), so a job's peak memory is what it holds.
+"""Memory: refuse what cannot fit before allocating it, and give freed arrays back at once.
 
-glibc's ``malloc`` maps large blocks on their own and unmaps them when freed, but after the first
-such block is freed it raises that size limit (up to 32 MiB), so that later arrays below it come
-from heaps that keep their freed pages. A dedup run frees and allocates arrays of tens of
-megabytes stage after stage; with the moving limit its resident memory grew by what earlier
-stages had freed (599 MiB against 512 MiB at the peak of an unverified run on 1M documents).
-A fixed limit keeps every array of `MAPPED_FROM` bytes or more mapped on its own.
+* `check_memory` refuses an allocation larger than the memory available (`available_memory`,
+  ``MemAvailable``) with a `MemoryRefusal` naming what needed it; `check_result_size` refuses a
+  kNN result larger than the machine's physical memory (a ValueError: ask for fewer).
+* `return_freed_memory` fixes glibc's mapping threshold. glibc's ``malloc`` maps large blocks
+  on their own and unmaps them when freed, but after the first such block is freed it raises
+  that size limit (up to 32 MiB), so that later arrays below it come from heaps that keep their
+  freed pages. A dedup run frees and allocates arrays of tens of megabytes stage after stage;
+  with the moving limit its resident memory grew by what earlier stages had freed. A fixed
+  limit keeps every array of `MAPPED_FROM` bytes or more mapped on its own.
 """
 
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import os
 
-__all__ = ["MAPPED_FROM", "return_freed_memory"]
+__all__ = [
+    "MAPPED_FROM",
+    "MemoryRefusal",
+    "available_memory",
+    "check_memory",
+    "check_result_size",
+    "return_freed_memory",
+]
 
 # allocations of this many bytes or more are mapped on their own, unmapped when freed
 MAPPED_FROM = 1 << 20
@@ -39,3 +50,69 @@ def return_freed_memory() -> bool:
         return False
     mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
     return bool(mallopt(_M_MMAP_THRESHOLD, MAPPED_FROM))
+
+
+class MemoryRefusal(MemoryError):
+    """An allocation refused before it was made: the message says what needs how much."""
+
+
+def available_memory() -> int | None:
+    """Return the bytes the system can still give (``MemAvailable``), or None where unknown.
+
+    Examples
+    --------
+    >>> available = available_memory()
+    >>> available is None or available > 0
+    True
+    """
+    try:
+        with open("/proc/meminfo", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def check_memory(nbytes: float, what: str) -> None:
+    """Refuse, before allocating, what the system's available memory cannot hold.
+
+    Parameters
+    ----------
+    nbytes : float
+        Bytes about to be allocated.
+    what : str
+        What needs them, for the message (``"... need"``).
+
+    Raises
+    ------
+    MemoryRefusal
+        A `MemoryError` with a message naming `what`, over
+        `available_memory` (no check where that is unknown).
+
+    Examples
+    --------
+    >>> check_memory(1000, "a small array needs")
+    """
+    available = available_memory()
+    if available is not None and nbytes > available:
+        raise MemoryRefusal(
+            f"{what} about {nbytes / 1e6:,.0f} MB, more than the {available / 1e6:,.0f} MB of "
+            "memory available"
+        )
+
+
+# bytes per cell of a kNN result while it is built (distances, ids, cosines and working copies)
+RESULT_CELL_BYTES = 64
+
+
+def check_result_size(n_queries: int, k: int) -> None:
+    """Refuse a kNN result that cannot fit in this machine's memory, before allocating it."""
+    need = n_queries * k * RESULT_CELL_BYTES
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    if need > memory:
+        raise ValueError(
+            f"k={k} for {n_queries} queries needs about {need / 2**30:,.1f} GiB for its result, "
+            f"more than this machine's {memory / 2**30:,.1f} GiB: ask for fewer neighbours"
+        )

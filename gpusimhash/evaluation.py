@@ -1,7 +1,8 @@
-"""Quality against ground truth: pair and removal scores, and exact cosines of texts.
+"""Quality against ground truth: pair and removal scores, exact cosines of texts, baselines.
 
 The dedup report, the benchmarks and the tests score results here; the corpora with ground truth
-live in `gpusimhash.datasets`.
+live in `gpusimhash.datasets`. `block_candidates` is the seed's blocking, the baseline the joins
+are measured against.
 """
 
 from __future__ import annotations
@@ -12,9 +13,11 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from gpusimhash import _segments, _validate
 from gpusimhash.text import TextFeaturizer
 
 __all__ = [
+    "block_candidates",
     "duplicate_pairs",
     "pair_scores",
     "removal_counts",
@@ -266,3 +269,57 @@ def true_cosines(
     with np.errstate(divide="ignore", invalid="ignore"):
         cosines = np.where(norms > 0, dots / norms, np.nan)
     return np.clip(cosines, -1.0, 1.0)
+
+
+def block_candidates(codes: np.ndarray, num_blocks: int) -> np.ndarray:
+    """Every pair of codes that agrees exactly on at least one of ``num_blocks`` equal blocks.
+
+    The seed's blocking, the baseline the joins are compared with: split each fingerprint into
+    equal blocks of consecutive bits, group the codes by each block's value, and collect the
+    pairs inside every group, each pair once.
+
+    Parameters
+    ----------
+    codes : ndarray, shape (n, bits // 8), dtype uint8
+        Packed codes.
+    num_blocks : int
+        Number of blocks; must divide ``bits``.
+
+    Returns
+    -------
+    pairs : ndarray, shape (m, 2), dtype int64
+        ``(i, j)`` with ``i < j``, sorted, no repeats.
+
+    Raises
+    ------
+    ValueError
+        ``num_blocks`` does not divide the number of bits, or is < 1.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> codes = np.array([[0x0F], [0x1F], [0xF0]], np.uint8)
+    >>> block_candidates(codes, 2)  # low nibbles of 0 and 1 agree; high nibbles of 1 and 2 differ
+    array([[0, 1]])
+    """
+    codes = _validate.codes(codes)
+    num_blocks = _validate.positive_integer(num_blocks, "num_blocks")
+    bits = codes.shape[1] * 8
+    if bits % num_blocks:
+        raise ValueError(f"num_blocks={num_blocks} does not divide bits={bits}")
+    block_bits = bits // num_blocks
+    unpacked = np.unpackbits(codes, axis=1, bitorder="little")
+    found = []
+    for block in range(num_blocks):
+        values = np.packbits(unpacked[:, block * block_bits : (block + 1) * block_bits], axis=1)
+        keys = np.ascontiguousarray(values).view(np.dtype((np.void, values.shape[1]))).ravel()
+        order = np.argsort(keys, kind="stable")
+        _, group_sizes = np.unique(keys[order], return_counts=True)
+        shared = group_sizes > 1
+        if shared.any():
+            keep = np.repeat(shared, group_sizes)
+            found.append(_segments.pairs_within(order[keep], group_sizes[shared]))
+    if not found:
+        return np.zeros((0, 2), dtype=np.int64)
+    pairs = np.concatenate(found).astype(np.int64)
+    return np.unique(pairs, axis=0)

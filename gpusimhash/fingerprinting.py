@@ -358,3 +358,68 @@ def fingerprint_device(
     engine = _gpu.device_engine()
     plan = engine.plan_tasks(offsets, capacity=int(states.size))  # sized on the host
     return engine.accumulate(states, offsets, weights, plan, bits=bits, seed=seed)
+
+
+def featurize(
+    documents: Any,
+    featurizer: TextFeaturizer | None = None,
+    *,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+) -> FeatureBatch:
+    """Turn documents into one FeatureBatch, as `gpusimhash.fingerprint` sees them.
+
+    Parameters
+    ----------
+    documents : sequence or iterable of documents
+        Texts, mappings ``{feature: weight}`` or lists of ``(feature, weight)`` pairs.
+    featurizer : TextFeaturizer, optional
+        For text (default: lower-cased words weighted by count).
+    batch_size : int
+        Documents featurized at a time.
+
+    Returns
+    -------
+    FeatureBatch
+
+    Raises
+    ------
+    TypeError, ValueError
+        As `gpusimhash.fingerprint`, naming the document.
+
+    Examples
+    --------
+    >>> featurize(["a b a", ""]).offsets.tolist()
+    [0, 3, 3]
+    """
+    featurizer = TextFeaturizer() if featurizer is None else featurizer
+    parts = [
+        featurizer.transform(batch, first_index=first) if kind == "text" else batch
+        for kind, first, batch in _batches(documents, None, featurizer, batch_size)
+    ]
+    if not parts:
+        return FeatureBatch(np.zeros(0, np.uint32), np.zeros(1, np.int64), None)
+    return FeatureBatch.concatenate(parts)
+
+
+def fingerprint_batch(batch: FeatureBatch, engine: str, *, bits: int, seed: int) -> np.ndarray:
+    """Fingerprint a host FeatureBatch on a resolved engine (``"cpu"`` or ``"gpu"``).
+
+    Parameters
+    ----------
+    batch : FeatureBatch
+        Validated documents.
+    engine : {"cpu", "gpu"}
+        As `gpusimhash.fingerprinting.resolve_device` returns.
+    bits, seed : int
+        Validated fingerprint length and seed.
+
+    Returns
+    -------
+    codes : ndarray, shape (batch.n_docs, bits // 8), dtype uint8
+        On the host.
+    """
+    if engine == "gpu":
+        from gpusimhash import _gpu
+
+        return _backend.to_host(_gpu.fingerprint_batch(batch, bits=bits, seed=seed))
+    return cpu_fingerprint_batch(batch, bits=bits, seed=seed)

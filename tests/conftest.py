@@ -1,4 +1,4 @@
-"""Shared test setup: skip GPU tests where no device answers; build the emulated kernels once."""
+"""Shared test setup: hypothesis profiles, and GPU tests skipped where no device answers."""
 
 from __future__ import annotations
 
@@ -25,13 +25,3 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.get_closest_marker("gpu") is not None:
             item.add_marker(skip)
-
-
-@pytest.fixture(scope="session")
-def emulated_kernels(tmp_path_factory: pytest.TempPathFactory):
-    """The kernels compiled by g++ with the CUDA emulation header (once per session)."""
-    from cuda_emu import emulator
-
-    if emulator.compiler() is None:
-        pytest.skip("g++ is not installed")
-    return emulator.build(tmp_path_factory.mktemp("cuda_emu"))

@@ -4,7 +4,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from gpusimhash import candidates, estimate_cosine, hamming, hamming_matrix
+from gpusimhash import estimate_cosine, hamming, hamming_matrix
 
 
 def popcount_distance(a: np.ndarray, b: np.ndarray) -> int:
@@ -53,44 +53,3 @@ def test_code_errors():
         hamming(np.zeros((2, 8), np.uint8), np.zeros((3, 8), np.uint8))
     with pytest.raises(ValueError, match="shape"):
         hamming(np.zeros((1, 1, 8), np.uint8), np.zeros((1, 8), np.uint8))
-
-
-def brute_force_candidates(codes: np.ndarray, num_blocks: int) -> list[tuple[int, int]]:
-    bits = np.unpackbits(codes, axis=1, bitorder="little")
-    size = bits.shape[1] // num_blocks
-    found = []
-    for i in range(len(codes)):
-        for j in range(i + 1, len(codes)):
-            blocks_i = bits[i].reshape(num_blocks, size)
-            blocks_j = bits[j].reshape(num_blocks, size)
-            if any((blocks_i[k] == blocks_j[k]).all() for k in range(num_blocks)):
-                found.append((i, j))
-    return found
-
-
-@given(
-    st.sampled_from([(4, 1), (4, 2), (4, 8), (4, 32), (2, 4), (3, 3), (8, 16)]),
-    st.integers(0, 25),
-    st.integers(0, 2**32 - 1),
-)
-def test_candidates_are_exactly_the_pairs_sharing_a_block(shape, n, seed):
-    width, num_blocks = shape
-    rng = np.random.default_rng(seed)
-    # few distinct values per byte so that blocks collide often
-    codes = rng.choice(np.array([0, 1, 0x80, 0xFF], np.uint8), size=(n, width))
-    pairs = candidates(codes, num_blocks)
-    assert pairs.dtype == np.int64
-    assert pairs.shape[1] == 2
-    assert [tuple(p) for p in pairs.tolist()] == brute_force_candidates(codes, num_blocks)
-
-
-def test_candidates_reject_blocks_that_do_not_divide_bits():
-    with pytest.raises(ValueError, match="does not divide bits=32"):
-        candidates(np.zeros((3, 4), np.uint8), 5)
-    with pytest.raises(ValueError, match="num_blocks"):
-        candidates(np.zeros((3, 4), np.uint8), 0)
-
-
-def test_candidates_of_identical_codes_list_each_pair_once():
-    pairs = candidates(np.zeros((4, 8), np.uint8), 4)
-    assert pairs.tolist() == [[0, 1], [0, 2], [0, 3], [1, 2], [1, 3], [2, 3]]

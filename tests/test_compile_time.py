@@ -39,7 +39,7 @@ def test_dedup_throughput_leaves_compile_time_out(monkeypatch):
     timer = pipeline.StageTimer()
     summary = {"results": {}}
     start = time.perf_counter() - 4.0  # four seconds of wall time, 2.5 of them compiling
-    pipeline._finish_summary(summary, timer, start, n=1000)
+    pipeline.finish_summary(summary, timer, start, n=1000)
     total = summary["timings_s"]["total"]
     assert summary["timings_s"]["compile"] == 2.5
     assert summary["results"]["documents_per_second"] == round(1000 / (total - 2.5), 1)

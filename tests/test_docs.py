@@ -14,7 +14,8 @@ MODULES = sorted(
 
 
 def test_every_subpackage_is_walked():
-    for package in ("_cpu", "_gpu", "cli", "datasets", "dedup", "io", "search"):
+    packages = ("_cpu", "_gpu", "cli", "cluster", "datasets", "dedup", "index", "io", "join")
+    for package in (*packages, "verify", "distributed"):
         assert any(name.startswith(f"gpusimhash.{package}.") for name in MODULES), package
 
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import gpusimhash
-from gpusimhash.dedup.pipeline import DedupResult
+from gpusimhash.dedup.results import DedupResult
 
 CORPUS = ["a b c d", "a b c d e", "x y z"] * 400
 

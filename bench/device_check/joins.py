@@ -136,9 +136,9 @@ def gpu_knn(
     import cupy
     import faiss
 
-    from gpusimhash._gpu import join as gpu_join_module
+    from gpusimhash._gpu import knn as gpu_knn_module
 
-    engine = gpu_join_module.device_join()
+    engine = gpu_knn_module.device_knn()
     device_stored, device_queries = cupy.asarray(stored), cupy.asarray(queries)
     warm_up, _ = _synchronized(lambda: engine.knn(device_stored, device_queries[:100], k))
     times = []

@@ -1,4 +1,4 @@
-"""Compiled loops (Numba) of the multi-index hashing join (`gpusimhash.search.mih`).
+"""Compiled loops (Numba) of the multi-index hashing join (`gpusimhash.join._mih`).
 
 Codes are rows of ``uint64`` words (``codes.code_words``), or the same words stored word-major
 (``columns[w, i]``), where the distance loops read one word of many codes contiguously and the

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import atexit
+import os
 import shutil
 import tempfile
 import threading
@@ -79,3 +80,16 @@ def parallel_call(function: Callable[..., Result], *args: Any) -> Result:
         return function(*args)
     with _SERIAL:
         return function(*args)
+
+
+def threads() -> int:
+    """Return the worker threads of a join: the CPUs this process may run on, capped.
+
+    The cap is ``NUMBA_NUM_THREADS`` when set (``gpusimhash --threads N`` sets it).
+    """
+    if hasattr(os, "sched_getaffinity"):
+        cpus = max(1, len(os.sched_getaffinity(0)))
+    else:
+        cpus = max(1, os.cpu_count() or 1)
+    cap = os.environ.get("NUMBA_NUM_THREADS", "")
+    return min(cpus, int(cap)) if cap.isdigit() and int(cap) > 0 else cpus

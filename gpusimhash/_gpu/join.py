@@ -1,4 +1,4 @@
-"""Exact Hamming radius join and brute-force kNN on the GPU, written once over an array module.
+"""Exact Hamming radius join on the GPU, written once over an array module.
 
 Like ``Engine``, ``DeviceJoin`` drives CuPy and the compiled kernels on a device, and NumPy with
 the same kernel source compiled by g++ in the tests (tests/gpu/cuda_emu), so the CPU checks
@@ -17,9 +17,6 @@ The join (kernels/join.cu says how the kernels split the work):
    pairs too large for one warp to ``join_tiles``;
 4. each output buffer that overflowed is sized exactly from its counter and the launch rerun;
    the pair keys are sorted, giving ``DuplicateGroups.unique_pairs`` of the CPU join.
-
-kNN: ``knn_topk`` (kernels/knn.cu) gives FAISS ``IndexBinaryFlat.search``'s results: the ``k``
-smallest distances, ties broken by position.
 """
 
 from __future__ import annotations
@@ -63,7 +60,7 @@ class JoinLauncher(Protocol):
 
 @dataclass(frozen=True)
 class JoinSettings:
-    """Sizes of the device join and kNN; the tests make them tiny to reach every path.
+    """Sizes of the device join; the tests make them tiny to reach every path.
 
     Attributes
     ----------
@@ -87,11 +84,8 @@ class JoinSettings:
         Codes the planner looks at.
     blocks : int or None
         Force this many blocks (0: brute force); None lets the planner choose.
-    knn_query_tile, knn_chunk : int
-        Queries per ``knn_topk`` block and stored codes per shared-memory chunk, at most.
     shared_bytes : int
-        Dynamic shared memory per block, at most (``knn_topk`` takes more only when one query
-        and 32 codes need more: wide codes with a tiny setting).
+        Dynamic shared memory per block, at most.
     """
 
     tile_cols: int = 256
@@ -103,8 +97,6 @@ class JoinSettings:
     max_key_bits: int = 22
     sample_size: int = 1 << 16
     blocks: int | None = None
-    knn_query_tile: int = 32
-    knn_chunk: int = 512
     shared_bytes: int = 48 * 1024
 
 
@@ -201,6 +193,30 @@ def word_layout(width: int) -> tuple[int, int]:
     return words, 0
 
 
+def padded_words(xp: ModuleType, codes: Any) -> tuple[Any, int]:
+    """Codes as zero-padded uint64 words and the kernels' template argument.
+
+    Parameters
+    ----------
+    xp : module
+        The array module of `codes`.
+    codes : array, shape (n, width), dtype uint8
+        Packed codes.
+
+    Returns
+    -------
+    words : array, shape (n, n_words), dtype uint64
+    template : int
+    """
+    n, width = codes.shape
+    n_words, template = word_layout(width)
+    if width == n_words * 8:  # no padding: a view
+        return xp.ascontiguousarray(codes).view(xp.uint64), template
+    padded = xp.zeros((n, n_words * 8), dtype=xp.uint8)
+    padded[:, :width] = codes
+    return padded.view(xp.uint64), template
+
+
 def block_keys(xp: ModuleType, words: Any, lo: int, hi: int) -> Any:
     """Bits ``lo:hi`` (at most 32) of every code as an integer key (int64).
 
@@ -225,14 +241,14 @@ def block_keys(xp: ModuleType, words: Any, lo: int, hi: int) -> Any:
 
 
 class DeviceJoin:
-    """The exact radius join and kNN over an array module and a kernel launcher.
+    """The exact radius join over an array module and a kernel launcher.
 
     Parameters
     ----------
     xp : module
         ``cupy`` on a GPU; ``numpy`` with an emulated launcher in the tests.
     launch : JoinLauncher
-        Runs the kernels of ``kernels.KERNELS["join.cu"]`` and ``["knn.cu"]``.
+        Runs the kernels of ``kernels.KERNELS["join.cu"]``.
     settings : JoinSettings, optional
         Sizes (defaults for a GPU).
     """
@@ -255,26 +271,8 @@ class DeviceJoin:
     # ---- codes ---------------------------------------------------------------------------
 
     def words(self, codes: Any) -> tuple[Any, int]:
-        """Codes as zero-padded uint64 words and the kernels' template argument.
-
-        Parameters
-        ----------
-        codes : array, shape (n, width), dtype uint8
-            Packed codes (an ``xp`` array).
-
-        Returns
-        -------
-        words : array, shape (n, n_words), dtype uint64
-        template : int
-        """
-        xp = self.xp
-        n, width = codes.shape
-        n_words, template = word_layout(width)
-        if width == n_words * 8:  # no padding: a view
-            return xp.ascontiguousarray(codes).view(xp.uint64), template
-        padded = xp.zeros((n, n_words * 8), dtype=xp.uint8)
-        padded[:, :width] = codes
-        return padded.view(xp.uint64), template
+        """Codes as zero-padded uint64 words and the kernels' template argument (`padded_words`)."""
+        return padded_words(self.xp, codes)
 
     def collapse(self, words: Any) -> tuple[Any, Any]:
         """Distinct codes in ``np.unique`` order and each code's distinct index.
@@ -339,7 +337,7 @@ class DeviceJoin:
         if n <= settings.brute_force_max:
             return None
         step = max(1, n // settings.sample_size)
-        sample = np.asarray(_to_host(unique_words[::step][: settings.sample_size]))
+        sample = _backend.to_host(unique_words[::step][: settings.sample_size])
         best: BlockPlan | None = None
         best_cost = n * (n - 1) / 2 * _BRUTE_COMPARE_COST
         fewest = -(-bits // settings.max_key_bits)
@@ -547,104 +545,6 @@ class DeviceJoin:
         self.stats.launches[name] = self.stats.launches.get(name, 0) + 1
         self.launch(name, n_items, args, shared_bytes=shared_bytes)
 
-    # ---- kNN -----------------------------------------------------------------------------
-
-    def knn(self, stored: Any, queries: Any, k: int) -> tuple[Any, Any]:
-        """Find the ``k`` nearest stored codes of each query, ties by position (as FAISS flat).
-
-        Parameters
-        ----------
-        stored : array, shape (n, width), dtype uint8
-            Searched codes (an ``xp`` array).
-        queries : array, shape (q, width), dtype uint8
-            Query codes.
-        k : int
-            Neighbours per query, ``>= 1``.
-
-        Returns
-        -------
-        distances : array, shape (q, k), dtype int32
-            Ascending per row; ``-1`` past the ``n`` stored codes.
-        positions : array, shape (q, k), dtype int64
-            Rows of ``stored``; ``-1`` likewise.
-
-        Raises
-        ------
-        ValueError
-            ``2**31`` stored codes or more (the kernel counts them in int32).
-        """
-        xp = self.xp
-        n_stored, n_queries = stored.shape[0], queries.shape[0]
-        if n_stored >= 2**31:
-            raise ValueError(f"at most 2**31 - 1 stored codes per search, got {n_stored}")
-        distances = xp.full((n_queries, k), -1, dtype=xp.int32)
-        positions = xp.full((n_queries, k), -1, dtype=xp.int64)
-        found = min(k, n_stored)
-        if found == 0 or n_queries == 0:
-            return distances, positions
-        stored_words, template = self.words(stored)
-        query_words, _ = self.words(queries)
-        n_words = stored_words.shape[1]
-        bits = stored.shape[1] * 8
-        query_tile, chunk = knn_tiles(n_words, bits, self.settings)
-        shared = knn_shared_bytes(n_words, bits, query_tile, chunk)
-        out_distances = xp.empty((n_queries, found), dtype=xp.int32)
-        out_positions = xp.empty((n_queries, found), dtype=xp.int64)
-        args = (
-            stored_words,
-            np.int64(n_stored),
-            query_words,
-            np.int64(n_queries),
-            np.int32(n_words),
-            np.int32(bits),
-            np.int32(found),
-            np.int32(query_tile),
-            np.int32(chunk),
-            out_distances,
-            out_positions,
-        )
-        n_tiles = -(-n_queries // query_tile)
-        self._launch(f"knn_topk<{template}>", n_tiles * self.launch.threads_per_block, args, shared)
-        keys = out_distances.astype(xp.int64) * n_stored + out_positions
-        keys.sort(axis=1)
-        distances[:, :found] = keys // n_stored
-        positions[:, :found] = keys % n_stored
-        return distances, positions
-
-
-def knn_shared_bytes(n_words: int, bits: int, query_tile: int, chunk: int) -> int:
-    """Dynamic shared memory of ``knn_topk`` (its layout in kernels/knn.cu)."""
-    return 8 * n_words * (query_tile + chunk) + 4 * query_tile * (bits + 1 + 4)
-
-
-def knn_tiles(n_words: int, bits: int, settings: JoinSettings) -> tuple[int, int]:
-    """Size ``knn_topk``'s query tile and stored-code chunk to fit the shared memory.
-
-    Parameters
-    ----------
-    n_words, bits : int
-        Padded words per code and the code length.
-    settings : JoinSettings
-        Upper bounds (``knn_query_tile``, ``knn_chunk``, ``shared_bytes``).
-
-    Returns
-    -------
-    query_tile, chunk : int
-        Both at least 1.
-    """
-    chunk = settings.knn_chunk
-    query_tile = settings.knn_query_tile
-    while (
-        query_tile > 1
-        and knn_shared_bytes(n_words, bits, query_tile, chunk) > settings.shared_bytes
-    ):
-        query_tile //= 2
-    while (
-        chunk > WARP and knn_shared_bytes(n_words, bits, query_tile, chunk) > settings.shared_bytes
-    ):
-        chunk //= 2
-    return query_tile, chunk
-
 
 def _shared_key_pairs(sample: np.ndarray, n: int, lo: int, hi: int) -> float:
     """Estimate the pairs of the ``n`` codes sharing the block key ``lo:hi`` from a sample."""
@@ -655,12 +555,6 @@ def _shared_key_pairs(sample: np.ndarray, n: int, lo: int, hi: int) -> float:
     counts = np.unique(block_keys(np, sample, lo, hi), return_counts=True)[1].astype(np.float64)
     sample_pairs = float((counts * (counts - 1)).sum()) / 2
     return max(uniform, sample_pairs * (n * (n - 1)) / (s * (s - 1)))
-
-
-def _to_host(array: Any) -> np.ndarray:
-    """Return a NumPy copy of an array of any module."""
-    get = getattr(array, "get", None)
-    return np.asarray(get() if callable(get) else array)
 
 
 # ---- the CuPy layer ---------------------------------------------------------------------------
@@ -730,36 +624,4 @@ def groups(codes: Any, radius: int) -> tuple[np.ndarray, np.ndarray]:
         Equal to the CPU join's.
     """
     inverse, unique_pairs = device_join().groups(device_codes(codes), radius)
-    return _to_host(inverse), _to_host(unique_pairs)
-
-
-def knn(stored: Any, queries: Any, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Brute-force kNN on the GPU: host or device codes in, host results out.
-
-    Parameters
-    ----------
-    stored : ndarray or cupy.ndarray, shape (n, bits // 8), dtype uint8
-        Searched codes (keep a device copy to search it many times).
-    queries : ndarray or cupy.ndarray, shape (q, bits // 8), dtype uint8
-        Query codes of the same width.
-    k : int
-        Neighbours per query, ``>= 1``.
-
-    Returns
-    -------
-    distances : ndarray, shape (q, k), dtype int32
-    positions : ndarray, shape (q, k), dtype int64
-        FAISS ``IndexBinaryFlat.search``'s results (ties by position); ``-1`` past ``n``.
-
-    Raises
-    ------
-    ValueError
-        Queries of another width.
-    """
-    stored, queries = device_codes(stored, "stored codes"), device_codes(queries, "queries")
-    if stored.shape[1] != queries.shape[1]:
-        raise ValueError(
-            f"queries must have {stored.shape[1]} bytes per row, got {queries.shape[1]}"
-        )
-    distances, positions = device_join().knn(stored, queries, k)
-    return _to_host(distances), _to_host(positions)
+    return _backend.to_host(inverse), _backend.to_host(unique_pairs)

@@ -3,7 +3,7 @@
 Like ``Engine`` and ``DeviceJoin``, ``Verifier`` drives CuPy and the compiled kernel
 (kernels/verify.cu) on a device, and NumPy with the same kernel source compiled by g++ in the
 tests (tests/gpu/cuda_emu). It holds one set of documents' sorted features (the arrays of
-``gpusimhash.search.verify.DocumentFeatures``) and computes, for each pair, what
+``gpusimhash.verify.DocumentFeatures``) and computes, for each pair, what
 ``gpusimhash._cpu._verify_loops.pair_similarities`` computes: the same float64 values, bit for
 bit. The functions at the end are the CuPy layer: host or device arrays in.
 """

@@ -77,7 +77,7 @@ def _message(error: BaseException) -> str:
     if isinstance(error, OSError) and error.strerror:
         where = f"{error.filename}: " if error.filename else ""
         return f"{where}{error.strerror}"
-    from gpusimhash.search.budget import MemoryRefusal
+    from gpusimhash._memory import MemoryRefusal
 
     if isinstance(error, MemoryError) and not isinstance(error, MemoryRefusal):
         return (

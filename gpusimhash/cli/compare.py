@@ -160,7 +160,8 @@ def run_compare(args: argparse.Namespace) -> int:
     import numpy as np
 
     from gpusimhash import estimate_cosine, fingerprint, hamming
-    from gpusimhash.search.verify import DocumentFeatures, featurize
+    from gpusimhash.fingerprinting import featurize
+    from gpusimhash.verify._features import DocumentFeatures
 
     featurizer = options.featurizer_from(args)
     texts = [_read(args.text_a), _read(args.text_b)] if args.files else [args.text_a, args.text_b]

@@ -18,7 +18,7 @@ from gpusimhash.cli.distributed import add_cluster_options, uses_cluster
 DEFAULT_REPORT_DIR = "gpusimhash-report"
 # chosen by measurement (bench/bench_quality.py, README): with verification, 256 bits need far
 # fewer candidates than 128; an exact cosine of 0.8 reaches removal precision 1.0 at recall 0.978
-# on the bundled sample. The library's own defaults (gpusimhash.search.verify), restated here so
+# on the bundled sample. The library's own defaults (gpusimhash.verify), restated here so
 # that the command line starts without importing NumPy; a test checks that they agree.
 DEFAULT_BITS = 256
 DEFAULT_MIN_COSINE = 0.8
@@ -183,7 +183,9 @@ def add_dedup_command(commands: Any) -> None:
 
 def run_dedup(args: argparse.Namespace) -> int:
     """Run ``gpusimhash dedup``."""
-    from gpusimhash.dedup.pipeline import DedupOptions, run
+    from gpusimhash._output_names import written_by_dedup
+    from gpusimhash.dedup.options import DedupOptions
+    from gpusimhash.dedup.pipeline import run
     from gpusimhash.fingerprinting import FingerprintSettings
     from gpusimhash.io._atomic import replacing_folder
     from gpusimhash.io.inputs import STDIN, spooled_stdin
@@ -229,7 +231,7 @@ def run_dedup(args: argparse.Namespace) -> int:
         )
         if args.against is not None:  # fingerprint as the index does
             from gpusimhash.dedup.against import fingerprint_settings
-            from gpusimhash.search.index import SimHashIndex
+            from gpusimhash.index._index import SimHashIndex
 
             settings = fingerprint_settings(SimHashIndex.load(args.against))
         dedup_options = DedupOptions(
@@ -268,7 +270,7 @@ def run_dedup(args: argparse.Namespace) -> int:
         if STDIN in map(str, paths):  # read twice: copied once
             stdin = inputs.enter_context(spooled_stdin())
             paths = [stdin if str(p) == STDIN else p for p in paths]
-        with replacing_folder(out, owned=_earlier_output) as stage:
+        with replacing_folder(out, owned=written_by_dedup) as stage:
             progress = options.progress_factory(args.quiet)
             result = run(paths, stage, settings, dedup_options, progress=progress)
         summary = result.summary
@@ -312,14 +314,3 @@ def _input_paths(inputs: list[str]) -> list[Path]:
     except (FileNotFoundError, ValueError) as error:
         raise options.UserError(f"cannot read {error}") from None
     return [p if str(p) == STDIN else options.check_readable(str(p)) for p in paths]
-
-
-def _earlier_output(name: str) -> bool:
-    """Whether a dedup run writes files of this name (its output folder is replaced whole)."""
-    from gpusimhash.dedup.report import PLOTS
-
-    stem, _, suffix = name.partition(".")
-    written = ("kept", "annotated", "duplicates", "in_index", "pairs")
-    outputs = stem in written and suffix in OUTPUT_FORMATS
-    temporary = name.startswith(".") and name.endswith(".tmp")  # of an older version's writes
-    return outputs or temporary or name in ("summary.json", "report.md", *PLOTS.values())

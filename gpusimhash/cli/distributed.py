@@ -56,6 +56,7 @@ def run_distributed(
     UserError
         No input, or a scheduler that cannot be reached.
     """
+    from gpusimhash._output_names import written_by_cluster_dedup
     from gpusimhash.distributed import dedup
     from gpusimhash.io._atomic import replacing_folder
 
@@ -77,7 +78,7 @@ def run_distributed(
             "every candidate pair); --no-report silences this",
             file=sys.stderr,
         )
-    with _client(args) as client, replacing_folder(out, owned=_owned) as stage:
+    with _client(args) as client, replacing_folder(out, owned=written_by_cluster_dedup) as stage:
         result = dedup(
             args.input,
             stage,
@@ -121,16 +122,6 @@ class _Closing:
     def __exit__(self, *exc: object) -> None:
         self.client.close()
         self.cluster.close()
-
-
-def _owned(name: str) -> bool:
-    """Whether an entry of the output folder is one a distributed run writes."""
-    from gpusimhash.dedup.report import PLOTS
-
-    stem, _, suffix = name.partition(".")
-    return name in ("kept", "annotated", "summary.json", "report.md", *PLOTS.values()) or (
-        stem == "duplicates" and suffix in ("jsonl", "parquet")
-    )
 
 
 def print_summary(args: argparse.Namespace, summary: dict[str, Any], out: Path) -> None:

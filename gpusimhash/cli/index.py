@@ -27,9 +27,9 @@ DEFAULT_K = 10
 if TYPE_CHECKING:
     import numpy as np
 
+    from gpusimhash.index._index import SimHashIndex
     from gpusimhash.io.lines import LineBatch
     from gpusimhash.io.readers import DocumentBatch
-    from gpusimhash.search.index import SimHashIndex
 
 
 def add_index_commands(commands: Any) -> None:

@@ -31,8 +31,8 @@ from typing import Any
 import numpy as np
 
 from gpusimhash.fingerprinting import FingerprintSettings
-from gpusimhash.search._join import cosine_radius
-from gpusimhash.search.index import SimHashIndex
+from gpusimhash.index._index import SimHashIndex
+from gpusimhash.join._radius import cosine_radius
 
 __all__ = [
     "Against",
@@ -87,7 +87,7 @@ def index_radius(bits: int, measure: str, value: float) -> int:
     (52, 68)
     """
     cosine = 2 * value / (1 + value) if measure == "jaccard" else value
-    return cosine_radius(cosine, bits)
+    return cosine_radius(bits, cosine)
 
 
 @dataclass(frozen=True)

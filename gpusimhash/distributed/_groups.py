@@ -13,7 +13,7 @@ lightest group (`heavy_components`, `deal_heavy`), the rest by a hash of their l
 group gathers them (`group_inputs`), each partition sends the features, lengths and scores of
 its share (`gpusimhash.distributed._partitions.take_documents` of `rows_between`), and the
 group's task runs the single-machine clustering,
-`gpusimhash.dedup.verification.cluster_documents`, on them: the candidates are verified lazily
+`gpusimhash.cluster._documents.cluster_documents`, on them: the candidates are verified lazily
 inside the star loop, and only (row, kept row, similarity) of the removed documents come back
 (`cluster_group`). The driver sees only a few numbers per shard and the heavy components.
 """
@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpusimhash.dedup.verification import Threshold, cluster_documents
+from gpusimhash.cluster._documents import cluster_documents
 from gpusimhash.distributed._components import by_node, by_shard, shard_of
-from gpusimhash.search.graph import CodeGraph, adjacency
-from gpusimhash.search.verify import DocumentFeatures
+from gpusimhash.join._graph import CodeGraph, adjacency
+from gpusimhash.verify._features import DocumentFeatures
+from gpusimhash.verify._threshold import Threshold
 
 __all__ = [
     "cluster_group",
@@ -311,7 +312,7 @@ def cluster_group(
     limit : Threshold
         The threshold and radius.
     method, policy, empty_as_duplicates
-        As `gpusimhash.dedup.verification.cluster_documents`.
+        As `gpusimhash.cluster._documents.cluster_documents`.
     *taken : (DocumentFeatures, lengths, scores)
         The documents' features, lengths and scores, from each partition in order.
 

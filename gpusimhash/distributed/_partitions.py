@@ -22,12 +22,11 @@ from typing import Any
 import numpy as np
 
 from gpusimhash.codes import code_words
-from gpusimhash.dedup.pipeline import _annotated, _labels, _record_value
-from gpusimhash.dedup.report import neighbours
+from gpusimhash.dedup.report._sample import neighbours
 from gpusimhash.distributed._routing import destination, split_by
 from gpusimhash.evaluation import removal_counts
 from gpusimhash.features import FeatureBatch
-from gpusimhash.fingerprinting import FingerprintSettings, resolve_device
+from gpusimhash.fingerprinting import FingerprintSettings, fingerprint_batch, resolve_device
 from gpusimhash.io.readers import (
     DocumentBatch,
     FileState,
@@ -35,8 +34,10 @@ from gpusimhash.io.readers import (
     detect_format,
     read_batches,
 )
+from gpusimhash.io.records import annotated, record_value, truth_labels
 from gpusimhash.io.writers import RecordWriter
-from gpusimhash.search.verify import DocumentFeatures, _feature_hashes, fingerprint_batch
+from gpusimhash.verify._features import DocumentFeatures
+from gpusimhash.verify._units import document_hashes
 
 __all__ = [
     "Annotations",
@@ -183,7 +184,7 @@ def fingerprint_part(path: Path, settings: FingerprintSettings, read: ReadOption
             codes.append(settings.fingerprint(batch.texts, device=device))
         lengths.append(np.fromiter(map(len, batch.texts), dtype=np.int64, count=len(batch)))
         if read.score_field is not None:
-            scores.append(_scores(path, batch, read.score_field))
+            scores.append(record_scores(path, batch, read.score_field))
     width = settings.bits // 8
     merged_all = (
         DocumentFeatures.concatenate(features)
@@ -251,10 +252,10 @@ def take_codes(part: Part, rows: np.ndarray, offset: int) -> np.ndarray:
 def take_hashes(part: Part, rows: np.ndarray, offset: int) -> np.ndarray:
     """Return the feature hashes of some documents of a partition (global rows).
 
-    Documents with identical features have equal hashes (`gpusimhash.search.verify`'s
+    Documents with identical features have equal hashes (`gpusimhash.verify._units`'s
     units), uint64.
     """
-    return _feature_hashes(part.features.take(rows - offset))
+    return document_hashes(part.features.take(rows - offset))
 
 
 def search_neighbours(
@@ -329,7 +330,7 @@ class Annotations:
         ):
             of, similarity = (self.duplicate_of[j], self.similarity[j]) if inside else (None, None)
             record = _record(batch, k, plain, offset)
-            out.append(_annotated(record, source, row, number, of, similarity))
+            out.append(annotated(record, source, row, number, of, similarity))
         return out
 
 
@@ -465,8 +466,8 @@ def _truth_labels(
 ) -> np.ndarray:
     """Return a batch's truth labels numbered as on one machine (errors name global rows)."""
     shifted = dataclasses.replace(batch, rows=batch.rows + offset)
-    values = [_record_value(source, shifted, k, field_name) for k in range(len(batch))]
-    return _labels(values, table, source)
+    values = [record_value(source, shifted, k, field_name) for k in range(len(batch))]
+    return truth_labels(values, table, source)
 
 
 def _split_labels(
@@ -526,8 +527,8 @@ def _record(batch: DocumentBatch, k: int, plain: bool, offset: int) -> dict[str,
     return record
 
 
-def _scores(path: Path, batch: DocumentBatch, field_name: str) -> np.ndarray:
+def record_scores(path: Path, batch: DocumentBatch, field_name: str) -> np.ndarray:
     """Return the numeric score of every record of a batch (the single-machine rule)."""
-    from gpusimhash.dedup.pipeline import _scores as scores
+    from gpusimhash.io.records import record_scores as scores
 
     return scores(path, batch, field_name)

@@ -41,13 +41,14 @@ from typing import Any
 
 import numpy as np
 
-from gpusimhash.dedup.pipeline import DedupOptions, _has_id_field
+from gpusimhash.dedup.options import DedupOptions
 from gpusimhash.distributed import _partitions as partitions
 from gpusimhash.distributed._cluster_stage import ClusterStage
 from gpusimhash.distributed._join_stage import JoinStage
 from gpusimhash.distributed._write_stage import WriteStage
 from gpusimhash.fingerprinting import FingerprintSettings
 from gpusimhash.io.inputs import STDIN, input_files
+from gpusimhash.io.sources import has_id_field
 from gpusimhash.io.writers import write_json
 from gpusimhash.text import TextFeaturizer
 
@@ -161,7 +162,7 @@ def dedup(
     if Path(STDIN) in paths:
         raise ValueError("standard input (-) cannot be partitioned: write it to a file first")
     dedup_options = DedupOptions(**options)
-    if dedup_options.id_field is None and _has_id_field(paths[0], dedup_options):
+    if dedup_options.id_field is None and has_id_field(paths[0], dedup_options.reading):
         dedup_options = dataclasses.replace(dedup_options, id_field="id")
     run = _Run(
         client=_client(client),

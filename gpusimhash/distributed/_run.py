@@ -15,10 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from gpusimhash.dedup.pipeline import DedupOptions
-from gpusimhash.dedup.verification import Threshold
+from gpusimhash.dedup.options import DedupOptions
 from gpusimhash.distributed._partitions import PartFile, ReadOptions
 from gpusimhash.fingerprinting import FingerprintSettings
+from gpusimhash.verify._threshold import Threshold
 
 __all__ = ["RunState", "nbytes", "piece"]
 

@@ -17,7 +17,7 @@ millions of codes under one) is not joined by its table's task: the task sorts i
 key and plans the join of each such bucket once (`bucket_table`), the driver learns only their
 sizes and estimated seconds (`crowded_work`), and each is selected where it is
 (`crowded_bucket`), then joined by `share_count` share tasks (`join_share`), each running one
-share of the single-machine MIH join (`gpusimhash.search.mih.join_share`) and dropping the
+share of the single-machine MIH join (`gpusimhash.join._mih.join_share`) and dropping the
 pairs of earlier tables, so a crowded bucket's work and pairs spread over the cluster with the
 same pairs, each once.
 """
@@ -30,9 +30,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpusimhash import _segments
+from gpusimhash._cpu._runtime import threads
 from gpusimhash.distributed._routing import destination, split_by
-from gpusimhash.search import mih
-from gpusimhash.search._join import threads
+from gpusimhash.join import _mih as mih
 
 __all__ = [
     "BUCKET_CAP",
@@ -197,7 +197,7 @@ class Table:
     crowded : ndarray, shape (c, 2), dtype int64
         ``(start, stop)`` of each bucket of more than `SPLIT_CODES` codes, joined apart.
     plans : tuple of Plan
-        The single-machine join's plan of each crowded bucket (`gpusimhash.search.mih.plan`).
+        The single-machine join's plan of each crowded bucket (`gpusimhash.join._mih.plan`).
     """
 
     rows: np.ndarray
@@ -287,7 +287,7 @@ def share_count(seconds: float, workers: int) -> int:
     Parameters
     ----------
     seconds : float
-        The join's estimated seconds (`gpusimhash.search.mih.Plan.seconds`).
+        The join's estimated seconds (`gpusimhash.join._mih.Plan.seconds`).
     workers : int
         Workers of the cluster: at most four shares each.
 
@@ -374,7 +374,7 @@ def join_share(
     bucket : Bucket
         The bucket and its plan (`crowded_bucket`).
     share, shares : int
-        Which share of how many (`gpusimhash.search.mih.join_share`).
+        Which share of how many (`gpusimhash.join._mih.join_share`).
     table : int
         The bucket's table (index into `blocks`).
     blocks : tuple of (int, int)

@@ -20,7 +20,7 @@ import numpy as np
 
 from gpusimhash.codes import code_words, hamming
 from gpusimhash.dedup import report as report_module
-from gpusimhash.dedup.pipeline import _DUPLICATES_CHUNK
+from gpusimhash.dedup.outputs import DUPLICATES_CHUNK
 from gpusimhash.distributed import _partitions as partitions
 from gpusimhash.distributed._run import RunState, piece
 from gpusimhash.evaluation import removal_figures
@@ -260,15 +260,15 @@ class _ReportColumns:
     similarities: np.ndarray
 
     def chunks(self, ids: list[Any]) -> Iterator[list[dict[str, Any]]]:
-        """Yield the records as the single machine writes them: `_DUPLICATES_CHUNK` at a time.
+        """Yield the records as the single machine writes them: `DUPLICATES_CHUNK` at a time.
 
         ``ids`` holds the clustered documents' ids by position. The last chunk (perhaps empty)
         comes last, as the single machine's last write.
         """
         n = self.bounds.size - 1
-        for lo in range(0, n - n % _DUPLICATES_CHUNK, _DUPLICATES_CHUNK):
-            yield self.records(ids, lo, lo + _DUPLICATES_CHUNK)
-        yield self.records(ids, n - n % _DUPLICATES_CHUNK, n)
+        for lo in range(0, n - n % DUPLICATES_CHUNK, DUPLICATES_CHUNK):
+            yield self.records(ids, lo, lo + DUPLICATES_CHUNK)
+        yield self.records(ids, n - n % DUPLICATES_CHUNK, n)
 
     def records(self, ids: list[Any], lo: int, hi: int) -> list[dict[str, Any]]:
         """Return the records of clusters ``lo .. hi - 1``."""
@@ -374,7 +374,7 @@ def _found_pairs(
     Its units are the documents of one code with identical features (one cluster each): one
     pair per pair of distinct units of a removed document and its kept one, ordered by
     their lowest documents, then one (lowest, second lowest) per unit of several documents
-    (`gpusimhash.dedup.verification.Clustering.kept_pairs`). Identical features are told by
+    (`gpusimhash.cluster._documents.Clustering.kept_pairs`). Identical features are told by
     their 64-bit hashes here (the single machine also compares them entry by entry).
     """
     m = clustered.rows.size

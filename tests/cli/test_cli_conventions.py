@@ -9,9 +9,8 @@ import sys
 import pytest
 from cli_main import in_process
 
-from gpusimhash import TextFeaturizer
+from gpusimhash import TextFeaturizer, verify
 from gpusimhash.cli import build_parser, compare
-from gpusimhash.search import verify
 
 
 def run(*args, stdout=subprocess.PIPE):

@@ -11,10 +11,10 @@ import inspect
 import pytest
 
 import gpusimhash
-from gpusimhash import SimHashIndex, TextFeaturizer
+from gpusimhash import SimHashIndex, TextFeaturizer, verify
 from gpusimhash.cli import build_parser
-from gpusimhash.dedup.pipeline import DedupOptions, dedup_file
-from gpusimhash.search import verify
+from gpusimhash.dedup.options import DedupOptions
+from gpusimhash.dedup.pipeline import dedup_file
 
 
 def parsed(*args):

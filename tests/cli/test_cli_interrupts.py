@@ -9,6 +9,7 @@ import time
 import pytest
 
 from gpusimhash import _interrupts
+from gpusimhash._output_names import written_by_dedup
 from gpusimhash.cli import dedup as dedup_command
 from gpusimhash.cli import main
 from gpusimhash.dedup import pipeline
@@ -69,7 +70,7 @@ def test_a_run_stopped_after_writing_kept_leaves_the_earlier_outputs(
     def stopped(*args, **kwargs):
         raise failure(28, "No space left on device")
 
-    monkeypatch.setattr(pipeline, "_write_duplicates", stopped)
+    monkeypatch.setattr(pipeline, "write_duplicates", stopped)
     code = main(
         ["dedup", str(source), "--out", str(out), "-q", "--max-distance", "3", "--overwrite"]
     )
@@ -144,7 +145,7 @@ def test_abandoned_staging_folders_are_removed(earlier_run):
 
 
 def test_earlier_outputs_are_recognised():
-    owned = dedup_command._earlier_output
+    owned = written_by_dedup
     written = ["kept.jsonl", "duplicates.parquet", "report.md", "summary.json", "kept.csv"]
     assert all(map(owned, [*written, "pairs.jsonl", "in_index.jsonl", "annotated.parquet"]))
     assert not any(map(owned, ["kept.txt", "notes.txt", "input.jsonl", "pairs.txt"]))

@@ -7,7 +7,8 @@ import pytest
 
 from gpusimhash import TextFeaturizer, fingerprint, hamming
 from gpusimhash.cli import main
-from gpusimhash.search.verify import DocumentFeatures, featurize
+from gpusimhash.fingerprinting import featurize
+from gpusimhash.verify._features import DocumentFeatures
 
 TEXTS = [
     "the river flooded the old mill after three days of heavy rain in the valley",

@@ -5,10 +5,10 @@ import re
 
 import numpy as np
 
+from gpusimhash import verify
 from gpusimhash.cli import dedup as cli_dedup
 from gpusimhash.cli import main
-from gpusimhash.search import verify
-from gpusimhash.search.verify import verify_pairs
+from gpusimhash.verify._pairs import verify_pairs
 
 CHAIN = [
     "alpha beta gamma delta epsilon zeta eta theta",

@@ -5,7 +5,7 @@ import pytest
 
 from gpusimhash import SimHashIndex, TextFeaturizer
 from gpusimhash.dedup import against
-from gpusimhash.search._join import cosine_radius
+from gpusimhash.join._radius import cosine_radius
 
 OLD = ["the river flooded the old mill", "bake the bread until golden brown"]
 NEW = [
@@ -35,7 +35,7 @@ def test_clusters_whose_kept_document_is_indexed_are_removed(index):
     labels = np.array([0, 0, 1, 2])
     kept = np.array([True, False, True, True])
     radius = against.index_radius(256, "cosine", 0.8)
-    assert radius == cosine_radius(0.8, 256)
+    assert radius == cosine_radius(256, 0.8)
     found = against.match_clusters(index, codes, np.array([0, 2, 3]), radius)
     assert found.matched.tolist() == [True, False, True]
     assert found.ids.tolist() == ["old-0", None, "old-1"]

@@ -7,9 +7,11 @@ import numpy as np
 import pytest
 
 from gpusimhash.datasets.synth import CorpusSpec, generate
-from gpusimhash.dedup import pipeline
 from gpusimhash.dedup.pipeline import dedup_file
 from gpusimhash.io.lines import LineBatch
+from gpusimhash.io.readers import InputError
+from gpusimhash.io.records import text_lengths
+from gpusimhash.io.sources import Reading, Source
 from gpusimhash.text import TextFeaturizer
 from gpusimhash.utf8 import Utf8Texts
 
@@ -72,15 +74,15 @@ def test_text_as_bytes_gives_the_str_paths_results(tmp_path, monkeypatch, option
 def test_first_pass_reads_line_batches_and_lengths_in_code_points(tmp_path):
     path = tmp_path / "in.txt"
     path.write_text("a\nÄÖü\n😀😀\n\n")
-    source = pipeline._Source.of(path, pipeline.DedupOptions(batch_size=3))
+    source = Source.of(path, Reading(batch_size=3))
     batches = list(source.fingerprint_batches(records=False))
     assert [type(b) for b in batches] == [LineBatch, LineBatch]
     assert [b.rows.tolist() for b in batches] == [[0, 1, 2], [3]]
-    assert np.concatenate([pipeline._lengths(b) for b in batches]).tolist() == [1, 3, 2, 0]
+    assert np.concatenate([text_lengths(b) for b in batches]).tolist() == [1, 3, 2, 0]
 
 
 def test_invalid_utf8_in_plain_text_names_file_and_line(tmp_path):
     path = tmp_path / "bad.txt"
     path.write_bytes(b"fine\nnot \xff fine\n")
-    with pytest.raises(pipeline.InputError, match=r"bad\.txt, line 2: not valid UTF-8"):
+    with pytest.raises(InputError, match=r"bad\.txt, line 2: not valid UTF-8"):
         dedup_file(path, tmp_path / "o")

@@ -88,14 +88,14 @@ def test_a_changed_shard_is_refused(tmp_path, monkeypatch):
 
     first = write_jsonl(tmp_path / "a.jsonl", [{"text": t} for t in TEXTS[:3]])
     second = write_jsonl(tmp_path / "b.jsonl", [{"text": t} for t in TEXTS[3:]])
-    write_kept = pipeline._write_kept
+    write_kept = pipeline.write_kept
 
     def append_then_write(source, *args):
         with second.open("a") as stream:
             stream.write('{"text": "late"}\n')
         return write_kept(source, *args)
 
-    monkeypatch.setattr(pipeline, "_write_kept", append_then_write)
+    monkeypatch.setattr(pipeline, "write_kept", append_then_write)
     with pytest.raises(InputError, match="changed while it was read"):
         dedup_file([first, second], tmp_path / "o", bits=64, max_distance=3)
 

@@ -7,9 +7,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpusimhash import TextFeaturizer, hamming
-from gpusimhash.dedup import _report_plots as report_plots
+from gpusimhash._output_names import PLOTS
 from gpusimhash.dedup import report as report_module
-from gpusimhash.dedup.report import PLOTS, write_report
+from gpusimhash.dedup.report import _plots as report_plots
+from gpusimhash.dedup.report._render import write_report
 from gpusimhash.evaluation import true_cosines
 
 WORDS = st.lists(st.sampled_from(["cat", "dog", "sat", "mat", "the", "ran"]), max_size=12)

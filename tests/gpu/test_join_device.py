@@ -15,6 +15,7 @@ import pytest
 
 from gpusimhash import SimHashIndex, near_duplicate_groups, near_duplicates
 from gpusimhash._gpu import join as gpu_join
+from gpusimhash._gpu import knn as gpu_knn
 
 pytestmark = pytest.mark.gpu
 
@@ -92,7 +93,7 @@ def test_knn_matches_faiss_flat(bits: int, k: int) -> None:
     index = faiss.IndexBinaryFlat(bits)
     index.add(stored)
     expected_distances, expected_positions = index.search(queries, k)
-    distances, positions = gpu_join.knn(stored, queries, k)
+    distances, positions = gpu_knn.knn(stored, queries, k)
     np.testing.assert_array_equal(distances, expected_distances)
     np.testing.assert_array_equal(positions, expected_positions)
 

@@ -1,4 +1,4 @@
-"""The GPU radius join and kNN (kernels/join.cu, knn.cu), run on the CPU through g++ (cuda_emu).
+"""The GPU radius join (kernels/join.cu), run on the CPU through g++ (cuda_emu).
 
 The same ``DeviceJoin`` that drives CuPy on a GPU drives here NumPy arrays and the emulated
 kernels, so these tests cover the kernels' logic (popcount compares, warp ballots and shuffles,
@@ -11,10 +11,10 @@ the tiled fallback for oversized bucket pairs.
 from __future__ import annotations
 
 import ctypes
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import faiss
 import numpy as np
 import pytest
 from cuda_emu import emulator
@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 from gpusimhash import SimHashIndex, _backend, near_duplicate_groups, near_duplicates
 from gpusimhash._gpu import join as gpu_join
+from gpusimhash._gpu import knn as gpu_knn
 from gpusimhash._gpu.join import (
     DeviceJoin,
     JoinSettings,
@@ -32,7 +33,8 @@ from gpusimhash._gpu.join import (
     neighbour_masks,
     word_layout,
 )
-from gpusimhash.search._join import DuplicateGroups
+from gpusimhash._gpu.knn import DeviceKnn, KnnSettings
+from gpusimhash.join._groups import DuplicateGroups
 
 # Settings that send a few hundred codes down every path: capacities of a few pairs (reruns),
 # bucket pairs of more than 12 compares to join_tiles, tiles of 8 columns.
@@ -235,112 +237,33 @@ def test_helpers() -> None:
         np.testing.assert_array_equal(block_keys(np, words, lo, hi), expected)
 
 
-# ---- kNN -------------------------------------------------------------------------------------
-
-
-def _faiss_knn(stored: np.ndarray, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    index = faiss.IndexBinaryFlat(stored.shape[1] * 8)
-    index.add(stored)
-    return index.search(queries, k)
-
-
-@pytest.mark.parametrize(
-    ("bits", "n", "k", "overrides"),
-    [
-        (8, 300, 1024, {"knn_chunk": 64, "knn_query_tile": 4}),  # k > n, heavy ties
-        (64, 257, 10, {"knn_chunk": 32, "knn_query_tile": 3}),
-        (128, 513, 100, {}),
-        (24, 100, 7, {}),
-        (256, 90, 90, {"knn_chunk": 32}),
-        (1024, 70, 5, {"shared_bytes": 4096}),  # template 0, one query per block
-    ],
-)
-@pytest.mark.parametrize("threads", [32, 64])
-def test_knn_matches_faiss_flat(
-    emulated_kernels: ctypes.CDLL,
-    bits: int,
-    n: int,
-    k: int,
-    overrides: dict[str, int],
-    threads: int,
-) -> None:
-    rng = np.random.default_rng(bits + n)
-    stored = rng.integers(0, 256, (n, bits // 8), dtype=np.uint8)
-    stored[n // 2 :] = stored[: n - n // 2]  # duplicates: ties broken by position
-    queries = rng.integers(0, 256, (37, bits // 8), dtype=np.uint8)
-    queries[:15] = stored[rng.integers(0, n, 15)]
-    join = _join(emulated_kernels, threads=threads, **overrides)
-    distances, positions = join.knn(stored, queries, k)
-    expected_distances, expected_positions = _faiss_knn(stored, queries, min(k, n))
-    np.testing.assert_array_equal(distances[:, : min(k, n)], expected_distances)
-    np.testing.assert_array_equal(positions[:, : min(k, n)], expected_positions)
-    assert (distances[:, n:] == -1).all()
-    assert (positions[:, n:] == -1).all()
-
-
-@settings(max_examples=20, deadline=None)
-@given(
-    width=st.integers(1, 10),
-    n=st.integers(1, 80),
-    n_queries=st.integers(1, 9),
-    k=st.integers(1, 90),
-    chunk=st.sampled_from([32, 64]),
-    query_tile=st.integers(1, 5),
-    seed=st.integers(0, 2**32 - 1),
-)
-def test_knn_property(
-    emulated_kernels: ctypes.CDLL,
-    width: int,
-    n: int,
-    n_queries: int,
-    k: int,
-    chunk: int,
-    query_tile: int,
-    seed: int,
-) -> None:
-    rng = np.random.default_rng(seed)
-    stored = rng.integers(0, 4, (n, width), dtype=np.uint8)  # few values: many ties
-    queries = rng.integers(0, 4, (n_queries, width), dtype=np.uint8)
-    join = _join(emulated_kernels, knn_chunk=chunk, knn_query_tile=query_tile)
-    distances, positions = join.knn(stored, queries, k)
-    expected_distances, expected_positions = _faiss_knn(stored, queries, min(k, n))
-    np.testing.assert_array_equal(distances[:, : min(k, n)], expected_distances)
-    np.testing.assert_array_equal(positions[:, : min(k, n)], expected_positions)
-
-
-def test_knn_all_ties_keeps_the_first_positions(emulated_kernels: ctypes.CDLL) -> None:
-    stored = np.zeros((100, 8), dtype=np.uint8)
-    queries = np.zeros((2, 8), dtype=np.uint8)
-    queries[1, 0] = 1
-    distances, positions = _join(emulated_kernels, knn_chunk=32).knn(stored, queries, 40)
-    np.testing.assert_array_equal(positions, np.tile(np.arange(40), (2, 1)))
-    np.testing.assert_array_equal(distances, np.repeat([[0], [1]], 40, axis=1))
-
-
-def test_knn_empty(emulated_kernels: ctypes.CDLL) -> None:
-    join = _join(emulated_kernels)
-    distances, positions = join.knn(np.zeros((0, 8), np.uint8), np.zeros((3, 8), np.uint8), 4)
-    assert distances.shape == positions.shape == (3, 4)
-    assert (positions == -1).all()
-    distances, positions = join.knn(np.zeros((5, 8), np.uint8), np.zeros((0, 8), np.uint8), 4)
-    assert distances.shape == (0, 4)
-    assert join.stats.launches == {}
-
-
 # ---- the public API's device paths, with the emulated kernels standing in for CuPy -------------
 
 
+@dataclass
+class EmulatedGpu:
+    """The device join and kNN the CuPy layer runs, on NumPy and the emulated kernels."""
+
+    join: DeviceJoin
+    knn: DeviceKnn
+
+
 @pytest.fixture
-def emulated_gpu(monkeypatch: pytest.MonkeyPatch, emulated_kernels: ctypes.CDLL) -> DeviceJoin:
+def emulated_gpu(monkeypatch: pytest.MonkeyPatch, emulated_kernels: ctypes.CDLL) -> EmulatedGpu:
     """Run the CuPy layer on NumPy and the emulated kernels, tiny sizes (every path)."""
-    join = _join(emulated_kernels, threads=64, **TINY)
+    launcher = emulator.EmulatedLauncher(emulated_kernels, threads_per_block=64, max_blocks=3)
+    gpu = EmulatedGpu(
+        DeviceJoin(np, launcher, JoinSettings(**TINY)),
+        DeviceKnn(np, launcher, KnnSettings(chunk=32, query_tile=3)),
+    )
     monkeypatch.setattr(_backend, "require_gpu", lambda: np)
-    monkeypatch.setattr(gpu_join, "device_join", lambda: join)
-    return join
+    monkeypatch.setattr(gpu_join, "device_join", lambda: gpu.join)
+    monkeypatch.setattr(gpu_knn, "device_knn", lambda: gpu.knn)
+    return gpu
 
 
 @pytest.mark.parametrize("bits", [8, 64, 128, 256])
-def test_near_duplicates_on_the_device(emulated_gpu: DeviceJoin, bits: int) -> None:
+def test_near_duplicates_on_the_device(emulated_gpu: EmulatedGpu, bits: int) -> None:
     rng = np.random.default_rng(bits)
     radius = bits // 8
     codes = planted(rng, 150, bits, radius)
@@ -353,10 +276,10 @@ def test_near_duplicates_on_the_device(emulated_gpu: DeviceJoin, bits: int) -> N
         near_duplicates(codes, min_cosine=0.9, device="gpu"),
         near_duplicates(codes, min_cosine=0.9),
     )
-    assert emulated_gpu.stats.launches  # the kernels ran
+    assert emulated_gpu.join.stats.launches  # the kernels ran
 
 
-def test_device_join_errors_match_the_cpu(emulated_gpu: DeviceJoin) -> None:
+def test_device_join_errors_match_the_cpu(emulated_gpu: EmulatedGpu) -> None:
     for device in ("cpu", "gpu"):
         with pytest.raises(TypeError, match="packed uint8 codes"):
             near_duplicates(np.zeros((3, 8), dtype=np.int64), max_distance=1, device=device)
@@ -380,7 +303,7 @@ def test_asking_for_a_missing_gpu_raises() -> None:
 
 
 @pytest.mark.parametrize("kind", ["flat", "multihash"])
-def test_index_search_on_the_device(emulated_gpu: DeviceJoin, kind: str) -> None:
+def test_index_search_on_the_device(emulated_gpu: EmulatedGpu, kind: str) -> None:
     rng = np.random.default_rng(7)
     codes = rng.integers(0, 256, (300, 8), dtype=np.uint8)
     codes[150:] = codes[:150]  # ties, broken by insertion order as FAISS does
@@ -398,10 +321,10 @@ def test_index_search_on_the_device(emulated_gpu: DeviceJoin, kind: str) -> None
         index.add(codes[:5], ids=np.arange(20_000, 20_005))
     for got, expected in zip(gpu.search(queries, 12), cpu.search(queries, 12), strict=True):
         np.testing.assert_array_equal(got, expected)
-    assert "knn_topk<1>" in emulated_gpu.stats.launches
+    assert "knn_topk<1>" in emulated_gpu.knn.launches
 
 
-def test_index_device_choices(emulated_gpu: DeviceJoin, tmp_path: Path) -> None:
+def test_index_device_choices(emulated_gpu: EmulatedGpu, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="approximate"):
         SimHashIndex(bits=64, kind="hnsw", device="gpu")
     with pytest.raises(ValueError, match="device"):

@@ -1,0 +1,275 @@
+"""The record files of a dedup run: kept (or annotated) records, duplicates, pairs.
+
+* ``kept.<fmt>``: the kept documents, whole records, in input order (`write_kept`); with
+  ``annotate``, ``annotated.<fmt>`` instead: every record with ``cluster``, ``duplicate_of``
+  and ``similarity`` added (`Annotation`).
+* ``duplicates.<fmt>``: one record per cluster of two or more documents, with its members,
+  their Hamming distances and their exact similarities to the kept one (`write_duplicates`).
+* ``pairs.<fmt>`` (`write_pairs`, only when asked): every near-duplicate pair of documents,
+  with what decided it. With verification, every candidate pair whose exact similarity reaches
+  the threshold (found by verifying every candidate, not only those star clustering needs);
+  without, every pair within the radius. Each record names both documents (``id_a``, ``id_b``,
+  ``row_a``, ``row_b``, ``row_a < row_b``) and gives their Hamming ``distance`` and exact
+  ``similarity`` (null without verification). Pairs come in row order; the file holds every
+  pair, so it can be large where documents have many copies (``m`` copies make
+  ``m (m - 1) / 2`` pairs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gpusimhash.codes import hamming
+from gpusimhash.dedup.results import Clusters, Fingerprints
+from gpusimhash.dedup.row_ids import RowIds
+from gpusimhash.io.readers import DocumentBatch as Batch
+from gpusimhash.io.readers import InputError
+from gpusimhash.io.records import annotated
+from gpusimhash.io.sources import Source
+from gpusimhash.io.writers import RecordWriter
+
+# records per write of the duplicates file, and of the pairs file
+DUPLICATES_CHUNK = 10_000
+PAIRS_CHUNK = 100_000
+
+
+def write_kept(
+    source: Source,
+    out_dir: Path,
+    output_format: str,
+    annotate: bool,
+    clusters: Clusters,
+    wanted_rows: set[int],
+    files: dict[str, str],
+    bar: Any,
+) -> tuple[RowIds, dict[int, str]]:
+    """Write the kept records (or every record, annotated); collect ids and wanted texts.
+
+    Returns the ids of the clustered rows and the texts of ``wanted_rows``.
+    """
+    kept = clusters.kept
+    annotation = Annotation.of(source, clusters) if annotate else None
+    name = "kept" if annotation is None else "annotated"
+    kept_path = out_dir / f"{name}.{output_format}"
+    ids = RowIds()
+    texts: dict[int, str] = {}
+    rows_read = 0
+    with RecordWriter(kept_path, output_format) as writer:
+        for batch in source.batches(records=True):
+            rows = batch.rows
+            rows_read += len(batch)
+            if rows_read > len(kept):
+                break
+            clustered = np.flatnonzero(clusters.in_cluster[rows])
+            ids.append(rows[clustered], [batch.ids[k] for k in clustered.tolist()])
+            if annotation is None:
+                writer.write([batch.record(int(k)) for k in np.flatnonzero(kept[rows])])
+            else:
+                writer.write(annotation.records(batch, ids))
+            for position, row in enumerate(rows.tolist()):
+                if row in wanted_rows:
+                    texts[row] = batch.texts[position]
+            bar.update(len(batch))
+    if rows_read != len(kept):
+        raise InputError(
+            f"{source.name}: changed while it was read ({len(kept)} documents, then {rows_read})"
+        )
+    files[kept_path.name] = (
+        f"the {writer.count:,} kept documents, whole records, in input order"
+        if annotation is None
+        else f"all {writer.count:,} documents, whole records, in input order, with "
+        "cluster, duplicate_of (the id of the document kept for it) and similarity"
+    )
+    return ids, texts
+
+
+@dataclass
+class Annotation:
+    """What ``annotate`` adds to each record: its cluster, the id kept for it, the similarity."""
+
+    numbers: np.ndarray  # cluster number of every document (as in duplicates), -1: none
+    kept_for: np.ndarray  # row of the document kept for every document
+    removed: np.ndarray  # bool per document
+    similarity: np.ndarray
+    kept_ids: dict[int, Any]  # ids of kept rows read ahead (those after a member)
+    source: str
+
+    @classmethod
+    def of(cls, source: Source, clusters: Clusters) -> Annotation:
+        """Prepare the annotations; read ahead the ids of kept rows that follow a member."""
+        kept_for = clusters.kept_rows[clusters.labels]
+        removed = ~clusters.kept
+        later = np.unique(kept_for[removed & (kept_for > np.arange(kept_for.size))])
+        kept_ids: dict[int, Any] = {}
+        if later.size:
+            for batch in source.batches(records=False):
+                for k in np.flatnonzero(np.isin(batch.rows, later)):
+                    kept_ids[int(batch.rows[k])] = batch.ids[k]
+        return cls(
+            cluster_numbers(clusters),
+            kept_for,
+            removed,
+            clusters.similarity,
+            kept_ids,
+            source.name,
+        )
+
+    def records(self, batch: Batch, ids: RowIds) -> list[dict[str, Any]]:
+        """Return the batch's records with the three fields added (``ids``: of clustered rows)."""
+        out = []
+        for k, row in enumerate(batch.rows.tolist()):
+            duplicate_of = similarity = None
+            if self.removed[row]:
+                kept = int(self.kept_for[row])
+                duplicate_of = self.kept_ids[kept] if kept in self.kept_ids else ids[kept]
+                similarity = float(self.similarity[row])
+            number = int(self.numbers[row])
+            out.append(
+                annotated(batch.record(k), self.source, row, number, duplicate_of, similarity)
+            )
+        return out
+
+
+def cluster_numbers(clusters: Clusters) -> np.ndarray:
+    """Return each document's cluster number (0, 1, ... over clusters of two or more; else -1)."""
+    big = np.flatnonzero(clusters.sizes > 1)
+    numbers = np.full(clusters.sizes.size, -1, dtype=np.int64)
+    numbers[big] = np.arange(big.size)
+    return numbers[clusters.labels]
+
+
+def write_duplicates(
+    out_dir: Path,
+    output_format: str,
+    clusters: Clusters,
+    ids: RowIds,
+    first: Fingerprints,
+    files: dict[str, str],
+) -> np.ndarray:
+    """Write one record per cluster of two or more documents; return per-document cluster ids."""
+    labels, sizes, codes = clusters.labels, clusters.sizes, first.codes
+    path = out_dir / f"duplicates.{output_format}"
+    rows = np.flatnonzero(clusters.in_cluster)
+    rows = rows[np.argsort(labels[rows], kind="stable")]
+    cluster = cluster_numbers(clusters)
+    big = np.flatnonzero(sizes > 1)
+    starts = np.searchsorted(labels[rows], big)
+    ends = np.append(starts[1:], rows.size)[: starts.size]
+    member_ids = ids.take(rows)  # of every member, cluster by cluster
+    with RecordWriter(path, output_format) as writer:
+        records = []
+        for number, (label, lo, hi) in enumerate(zip(big, starts, ends, strict=True)):
+            members = rows[lo:hi]
+            kept = clusters.kept_rows[label]
+            distances = hamming(codes[members], np.broadcast_to(codes[kept], codes[members].shape))
+            records.append(
+                {
+                    "cluster": number,
+                    "size": int(members.size),
+                    "kept_id": ids[int(kept)],
+                    "kept_row": int(kept),
+                    "ids": _listed(member_ids[lo:hi]),
+                    "rows": members.tolist(),
+                    "distances": distances.astype(int).tolist(),
+                    "similarities": clusters.similarity[members].tolist(),
+                }
+            )
+            if len(records) == DUPLICATES_CHUNK:
+                writer.write(records)
+                records = []
+        writer.write(records)
+    files[path.name] = (
+        f"{big.size:,} clusters of near-duplicates: ids, rows, Hamming distance and exact "
+        "similarity of every member to the kept one"
+    )
+    return cluster
+
+
+def _listed(values: np.ndarray | list[Any]) -> list[Any]:
+    """Return a slice of `RowIds.take`'s result as a list of Python values."""
+    return values.tolist() if isinstance(values, np.ndarray) else values
+
+
+def _plain(value: Any) -> Any:
+    """Return a NumPy scalar as a Python value (for JSON and Parquet)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def write_pairs(
+    folder: Path,
+    output_format: str,
+    pairs: np.ndarray,
+    similarities: np.ndarray | None,
+    codes: np.ndarray,
+    ids: Sequence[Any] | None,
+) -> tuple[str, str]:
+    """Write ``pairs.<output_format>`` into ``folder``.
+
+    Parameters
+    ----------
+    folder : Path
+        The run's output folder.
+    output_format : {"jsonl", "parquet", "csv"}
+        As the run's other outputs.
+    pairs : ndarray, shape (m, 2), dtype int64
+        Rows of near-duplicate pairs, ``i < j``.
+    similarities : ndarray, shape (m,), dtype float64, optional
+        Their exact similarities (None: not verified).
+    codes : ndarray, shape (n, bits // 8), dtype uint8
+        Every document's code.
+    ids : sequence, optional
+        Every document's id, in row order (None: the rows are the ids).
+
+    Returns
+    -------
+    name, description : str
+        The file's name and what it holds, for the run's list of files.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> codes = np.array([[0], [1], [0]], dtype=np.uint8)
+    >>> pairs = np.array([[0, 1], [0, 2]])
+    >>> write_pairs(folder, "jsonl", pairs, np.array([0.9, 1.0]), codes, ["a", "b", "c"])[0]
+    'pairs.jsonl'
+    >>> print((folder / "pairs.jsonl").read_text().splitlines()[0])
+    {"id_a": "a", "id_b": "b", "row_a": 0, "row_b": 1, "distance": 1, "similarity": 0.9}
+    """
+    from gpusimhash.io.writers import RecordWriter
+
+    path = folder / f"pairs.{output_format}"
+    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    named = (lambda row: row) if ids is None else ids.__getitem__
+    with RecordWriter(path, output_format) as writer:
+        for lo in range(0, len(pairs), PAIRS_CHUNK):
+            part = pairs[lo : lo + PAIRS_CHUNK]
+            distances = hamming(codes[part[:, 0]], codes[part[:, 1]]).tolist()
+            values = (
+                [None] * len(part)
+                if similarities is None
+                else similarities[lo : lo + PAIRS_CHUNK].tolist()
+            )
+            writer.write(
+                [
+                    {
+                        "id_a": _plain(named(a)),
+                        "id_b": _plain(named(b)),
+                        "row_a": a,
+                        "row_b": b,
+                        "distance": d,
+                        "similarity": s,
+                    }
+                    for (a, b), d, s in zip(part.tolist(), distances, values, strict=True)
+                ]
+            )
+    what = "verified at the threshold" if similarities is not None else "within the radius"
+    return path.name, (
+        f"{len(pairs):,} near-duplicate pairs ({what}): both ids and rows, Hamming distance and "
+        "exact similarity"
+    )

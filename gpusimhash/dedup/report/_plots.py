@@ -1,0 +1,155 @@
+"""The dedup report's PNG plots (matplotlib on a file-only backend, imported only when drawing)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gpusimhash.io._atomic import atomic_path
+
+
+def pyplot() -> Any:
+    """Return matplotlib.pyplot on a file-only backend, or None without matplotlib."""
+    try:
+        import matplotlib
+    except ImportError:
+        return None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(plt: Any, fig: Any, path: Path) -> None:
+    """Save a figure atomically and close it."""
+    try:
+        fig.tight_layout()
+        with atomic_path(path) as name:
+            fig.savefig(name, dpi=110, format="png")
+    finally:
+        fig.clf()
+        plt.close(fig)
+
+
+def plot_hamming(
+    plt: Any,
+    path: Path,
+    bits: int,
+    radius: int,
+    distances: dict[str, np.ndarray],
+    neighbourhood: np.ndarray,
+    reach: int,
+) -> None:
+    """Hamming distances: pairs found against random pairs; and every distance near the radius.
+
+    Parameters
+    ----------
+    plt : module
+        matplotlib.pyplot.
+    path : Path
+        PNG to write.
+    bits, radius : int
+        Code length and the candidate radius.
+    distances : dict
+        ``found`` and ``random``: distances of the pairs found and of random pairs.
+    neighbourhood : ndarray of int
+        Distances from sampled documents to every document within ``reach``.
+    reach : int
+        The largest distance in ``neighbourhood``: a little beyond the radius.
+    """
+    fig, (whole, near) = plt.subplots(1, 2, figsize=(11, 4))
+    width = max(1, bits // 256)  # one bin per distance up to 256 bits
+    edges = np.arange(-0.5, bits + width + 0.5, width)
+    for key, label in (("random", "random pairs"), ("found", "near-duplicate pairs found")):
+        values = distances[key]
+        if values.size:
+            whole.hist(
+                values,
+                bins=edges,
+                alpha=0.6,
+                density=True,
+                histtype="stepfilled",  # one polygon, not a patch per bin: fast to draw
+                label=f"{label} ({values.size:,})",
+            )
+    whole.axvline(radius + 0.5, color="black", linestyle=":", label=f"radius {radius}")
+    whole.set_xlabel(f"Hamming distance ({bits}-bit codes)")
+    whole.set_ylabel("fraction of pairs")
+    whole.set_title("All distances")
+    whole.legend(fontsize=8)
+    if neighbourhood.size:
+        near.hist(
+            neighbourhood,
+            bins=np.arange(-0.5, reach + 1.5),
+            color="tab:green",
+            histtype="stepfilled",
+        )
+        near.set_yscale("log")
+    near.axvline(radius + 0.5, color="black", linestyle=":", label=f"radius {radius}")
+    near.set_xlim(-0.5, reach + 0.5)
+    near.set_xlabel("Hamming distance")
+    near.set_ylabel("pairs (log)")
+    near.set_title("Around the radius: neighbours of sampled documents")
+    near.legend(fontsize=8)
+    _save(plt, fig, path)
+
+
+def plot_cosines(
+    plt: Any,
+    path: Path,
+    estimated: np.ndarray,
+    true: np.ndarray,
+    kind: np.ndarray,
+    threshold: float | None,
+) -> None:
+    """Scatter of estimated against true cosine: pairs found, just beyond the radius, random.
+
+    Parameters
+    ----------
+    plt : module
+        matplotlib.pyplot.
+    path : Path
+        PNG to write.
+    estimated, true : ndarray of float
+        Cosines of the sampled pairs (no NaN).
+    kind : ndarray of str
+        ``"found"``, ``"beyond"`` or ``"random"`` per pair.
+    threshold : float, optional
+        A cosine threshold to draw.
+    """
+    fig, ax = plt.subplots(figsize=(5.6, 5))
+    labels = {
+        "random": "random pairs",
+        "found": "pairs found",
+        "beyond": "just beyond the radius",
+    }
+    for key, label in labels.items():
+        mask = kind == key
+        if mask.any():
+            ax.scatter(true[mask], estimated[mask], s=6, alpha=0.5, label=f"{label} ({mask.sum()})")
+    ax.plot([-1, 1], [-1, 1], color="grey", linewidth=1)
+    if threshold is not None:
+        ax.axvline(threshold, color="black", linestyle=":", label=f"threshold {threshold:g}")
+    ax.set_xlim(min(0.0, np.nanmin(true, initial=0.0)), 1.02)
+    ax.set_ylim(min(0.0, np.nanmin(estimated, initial=0.0)), 1.02)
+    ax.set_xlabel("true cosine (weighted features)")
+    ax.set_ylabel("estimated cosine cos(pi d / bits)")
+    ax.set_title("Estimated against true cosine")
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(loc="upper left", fontsize=8)
+    _save(plt, fig, path)
+
+
+def plot_cluster_sizes(plt: Any, path: Path, sizes: np.ndarray) -> None:
+    """Plot the number of clusters of each size (size >= 2), log-log, readable at any scale."""
+    fig, ax = plt.subplots(figsize=(6.4, 4))
+    if sizes.size:
+        values, counts = np.unique(sizes, return_counts=True)
+        ax.plot(values, counts, marker="o", linestyle="none")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+    ax.set_xlabel("cluster size (documents, log)")
+    ax.set_ylabel("clusters (log)")
+    ax.set_title("Near-duplicate cluster sizes")
+    _save(plt, fig, path)

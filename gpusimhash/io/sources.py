@@ -1,0 +1,161 @@
+"""Input files read one after another as one corpus, more than once, checked between reads.
+
+A `Source` numbers rows across its files (and ids, where the ids are rows), reads plain text as
+UTF-8 bytes for the fingerprint pass and whole records where they are needed, and checks at the
+end that no file changed while it was read (`Source.states`, `Source.check`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import cast
+
+from gpusimhash.io.lines import LineBatch, document_batches
+from gpusimhash.io.readers import DocumentBatch as Batch
+from gpusimhash.io.readers import FileState, detect_format, read_batches
+from gpusimhash.io.skipped import Skipped
+
+
+@dataclass(frozen=True)
+class Reading:
+    """How the input files are read.
+
+    Attributes
+    ----------
+    format, text_field, id_field, batch_size
+        As `gpusimhash.io.readers.read_batches` (``format`` None: from each file's name).
+    skip_invalid : bool
+        Skip invalid records instead of stopping, counting them (`Source.skipped`).
+    """
+
+    format: str | None = None
+    text_field: str = "text"
+    id_field: str | None = None
+    batch_size: int = 10_000
+    skip_invalid: bool = False
+
+
+@dataclass
+class Source:
+    """The input files, read one after another as one corpus (rows numbered across them)."""
+
+    paths: tuple[Path, ...]
+    reading: Reading
+    id_field: str | None  # the option, else ``id`` when the first record has one
+    skipped: Skipped | None = None  # the first pass's invalid records (skip_invalid)
+
+    @classmethod
+    def of(cls, path: str | Path | Sequence[str | Path], reading: Reading) -> Source:
+        """Name the input files; take ids from an ``id`` field when none is named and one exists."""
+        paths = (Path(path),) if isinstance(path, str | Path) else tuple(map(Path, path))
+        if not paths:
+            raise ValueError("no input file")
+        id_field = reading.id_field
+        if id_field is None and has_id_field(paths[0], reading):
+            id_field = "id"
+        return cls(paths, reading, id_field)
+
+    @property
+    def name(self) -> str:
+        """The input in messages and the summary: the file, or the first of several."""
+        more = len(self.paths) - 1
+        return f"{self.paths[0]} (and {more} more files)" if more else str(self.paths[0])
+
+    def states(self) -> list[FileState]:
+        """Take every file's state (pipes refused: the input is read more than once)."""
+        return [FileState.of(path) for path in self.paths]
+
+    def check(self, states: list[FileState]) -> None:
+        """Raise InputError if a file changed since its state was taken."""
+        for path, state in zip(self.paths, states, strict=True):
+            state.check(path)
+
+    def batches(self, *, records: bool) -> Iterator[Batch]:
+        """Read the files in batches (with whole records when asked)."""
+        batches = self._each(
+            lambda path: read_batches(
+                path,
+                format=self.reading.format,
+                text_field=self.reading.text_field,
+                id_field=self.id_field,
+                batch_size=self.reading.batch_size,
+                records=records,
+                skipped=Skipped() if self.reading.skip_invalid else None,  # as in the first pass
+            )
+        )
+        return cast(Iterator[Batch], batches)  # read_batches' batches, renumbered
+
+    def fingerprint_batches(self, *, records: bool) -> Iterator[Batch | LineBatch]:
+        """Read the files for the first pass: plain text as UTF-8 bytes, unless records are needed.
+
+        Invalid records skipped (``skip_invalid``) are counted in ``self.skipped``.
+        """
+        self.skipped = Skipped() if self.reading.skip_invalid else None
+        return self._each(
+            lambda path: (
+                document_batches(
+                    path,
+                    format=self.reading.format,
+                    text_field=self.reading.text_field,
+                    id_field=self.id_field,
+                    batch_size=self.reading.batch_size,
+                    skipped=self.skipped,
+                )
+                if not records
+                else read_batches(
+                    path,
+                    format=self.reading.format,
+                    text_field=self.reading.text_field,
+                    id_field=self.id_field,
+                    batch_size=self.reading.batch_size,
+                    records=True,
+                    skipped=self.skipped,
+                )
+            )
+        )
+
+    def _each(
+        self, read: Callable[[Path], Iterator[Batch | LineBatch]]
+    ) -> Iterator[Batch | LineBatch]:
+        """Chain the files' batches, rows (and ids that are rows) numbered across files."""
+        offset = 0
+        for path in self.paths:
+            plain = (self.reading.format or detect_format(path)) == "text"
+            rows = 0
+            for batch in read(path):
+                rows += len(batch)
+                yield shifted(batch, offset, self.id_field is None, plain) if offset else batch
+            offset += rows
+
+
+def shifted(batch: Batch | LineBatch, offset: int, row_ids: bool, plain: bool) -> Batch | LineBatch:
+    """Renumber a batch's rows from ``offset`` on, and its ids when they are rows.
+
+    A plain-text file's records (``{"id": row, "text": line}``) take the new rows as ids.
+    """
+    rows = batch.rows + offset
+    if isinstance(batch, LineBatch):
+        return LineBatch(rows, batch.texts)
+    if not (row_ids or plain):
+        return dataclasses.replace(batch, rows=rows)
+    ids = rows.tolist()
+    records = batch.records
+    if plain and records is not None:
+        records = [{"id": row, "text": r["text"]} for row, r in zip(ids, records, strict=True)]
+    return dataclasses.replace(batch, rows=rows, ids=ids, records=records)
+
+
+def has_id_field(path: Path, reading: Reading) -> bool:
+    """Whether a (regular) file's first record has an ``id`` field holding an int or a str."""
+    format = reading.format or detect_format(path)
+    if format == "text" or reading.text_field == "id" or not path.is_file():
+        return False
+    batches = read_batches(
+        path, format=format, text_field=reading.text_field, batch_size=1, records=True
+    )
+    first = next(batches, None)
+    value = first.record(0).get("id") if first is not None else None
+    return isinstance(value, int | str) and not isinstance(value, bool)
