@@ -230,10 +230,9 @@ def run_dedup(args: argparse.Namespace) -> int:
             bits=args.bits, seed=args.seed, featurizer=options.featurizer_from(args)
         )
         if args.against is not None:  # fingerprint as the index does
-            from gpusimhash.dedup.against import fingerprint_settings
-            from gpusimhash.index._index import SimHashIndex
+            from gpusimhash.index import SimHashIndex
 
-            settings = fingerprint_settings(SimHashIndex.load(args.against))
+            settings = SimHashIndex.load_settings(args.against)
         dedup_options = DedupOptions(
             format=input_format,
             text_field=args.text_field,

@@ -14,7 +14,7 @@ cluster whose kept document matches an indexed entry is removed whole, its membe
 near-duplicates of that kept document. The documents still kept can be added to the index
 (`add_kept`), which is how a corpus grows batch by batch without repeats.
 
-The batch is fingerprinted with the index's settings (`fingerprint_settings`), whatever the
+The batch is fingerprinted with the index's settings (`SimHashIndex.settings`), whatever the
 command line says, so that codes are comparable. `Against` is what a dedup run holds: the
 index, opened before the first pass (a bad folder fails at once), then `Against.remove_indexed`
 after clustering, `Against.write` (``in_index.<format>``: one record per removed cluster) and,
@@ -38,30 +38,9 @@ __all__ = [
     "Against",
     "IndexMatches",
     "add_kept",
-    "fingerprint_settings",
     "index_radius",
     "match_clusters",
 ]
-
-
-def fingerprint_settings(index: SimHashIndex) -> FingerprintSettings:
-    """Return the settings that fingerprint like the index: its bits, seed and featurizer.
-
-    Parameters
-    ----------
-    index : SimHashIndex
-        The saved index the batch is compared with.
-
-    Returns
-    -------
-    FingerprintSettings
-
-    Examples
-    --------
-    >>> fingerprint_settings(SimHashIndex(bits=64, seed=3)).bits
-    64
-    """
-    return FingerprintSettings(bits=index.bits, seed=index.seed, featurizer=index.featurizer)
 
 
 def index_radius(bits: int, measure: str, value: float) -> int:
@@ -136,7 +115,7 @@ def match_clusters(
     index : SimHashIndex
         The saved index (exact kinds give exact answers; ``hnsw`` and ``ivf`` may miss).
     codes : ndarray, shape (n, bits // 8), dtype uint8
-        The batch's codes, fingerprinted with `fingerprint_settings`.
+        The batch's codes, fingerprinted with `SimHashIndex.settings`.
     kept_rows : ndarray, shape (n_clusters,), dtype int64
         The kept document of every cluster.
     radius : int
@@ -229,7 +208,7 @@ class Against:
     >>> old = SimHashIndex(bits=64)
     >>> _ = old.add(["the cat sat on the mat"], ids=["old-1"])
     >>> old.save(folder)
-    >>> run = Against.open(folder, fingerprint_settings(old))
+    >>> run = Against.open(folder, old.settings)
     >>> codes = old.to_codes(["the cat sat on the mat", "a dog ran"])
     >>> labels, kept = np.array([0, 1]), np.array([True, True])
     >>> run.remove_indexed(codes, labels, kept, np.array([0, 1]), "cosine", 0.8).tolist()
@@ -253,7 +232,7 @@ class Against:
         folder : str or Path
             The index folder.
         settings : FingerprintSettings
-            The run's settings (`fingerprint_settings` of the index, on the command line).
+            The run's settings (`SimHashIndex.settings` of the index, on the command line).
 
         Returns
         -------
@@ -267,8 +246,9 @@ class Against:
             Settings other than the index's: its codes could not be compared.
         """
         index = SimHashIndex.load(folder)
+        theirs = index.settings
         ours = (settings.bits, settings.seed, settings.featurizer.to_config())
-        if ours != (index.bits, index.seed, index.featurizer.to_config()):
+        if ours != (theirs.bits, theirs.seed, theirs.featurizer.to_config()):
             raise ValueError(
                 f"{folder}: the index fingerprints with {index.bits} bits, seed {index.seed} and "
                 f"{index.featurizer!r}; the run must use the same settings"

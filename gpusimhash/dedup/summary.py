@@ -23,6 +23,70 @@ from gpusimhash.join._groups import DuplicateGroups
 from gpusimhash.verify._threshold import Threshold
 
 
+def settings_summary(
+    settings: FingerprintSettings,
+    options: DedupOptions,
+    limit: Threshold,
+    *,
+    device: str | None = None,
+) -> dict[str, Any]:
+    """Describe the ``settings`` of a summary, on one machine (with its device) or a cluster.
+
+    Examples
+    --------
+    >>> from gpusimhash.dedup.options import DedupOptions
+    >>> options = DedupOptions()
+    >>> summary = settings_summary(FingerprintSettings(bits=64), options, options.threshold(64))
+    >>> summary["max_distance"], summary["join"], "device" in summary
+    (21, 'exact', False)
+    """
+    featurizer, radius, recall = settings.featurizer, limit.radius, options.recall
+    where = {} if device is None else {"device": device}
+    return {
+        "bits": settings.bits,
+        "seed": settings.seed,
+        **where,
+        "analyzer": featurizer.analyzer,
+        "ngram": featurizer.ngram,
+        "weighting": featurizer.weighting,
+        "max_distance": radius,
+        "join": "exact" if recall is None else f"approximate, recall >= {recall}",
+        "min_estimated_cosine": float(np.cos(np.pi * radius / settings.bits)),
+        "verify": limit.verify,
+        "similarity": limit.measure,
+        "threshold": limit.value,
+        "candidate_recall": (
+            options.candidate_recall if limit.verify and options.max_distance is None else None
+        ),
+        "cluster": options.cluster,
+        "empty_as_duplicates": options.empty_as_duplicates,
+        "keep": options.keep,
+    }
+
+
+def removal_results(
+    *,
+    documents: int,
+    removed: int,
+    clusters: int,
+    largest_cluster: int,
+    lowest_similarity: float | None,
+    below_threshold: int,
+    distinct_codes: int,
+) -> dict[str, Any]:
+    """Describe the ``results`` every run reports first: what was removed, and how close."""
+    return {
+        "documents": documents,
+        "kept": documents - removed,
+        "removed": removed,
+        "clusters": clusters,
+        "largest_cluster": largest_cluster,
+        "lowest_similarity_to_kept": lowest_similarity,
+        "removed_below_threshold": below_threshold,
+        "distinct_codes": distinct_codes,
+    }
+
+
 def run_summary(
     source: Source,
     settings: FingerprintSettings,
@@ -33,45 +97,24 @@ def run_summary(
     first: Fingerprints,
     clusters: Clusters,
 ) -> dict[str, Any]:
-    """Describe the run's settings and results (the caller adds timings and files)."""
+    """Describe a run's settings and results on one machine (timings and files come later)."""
     n, sizes, kept = first.codes.shape[0], clusters.sizes, clusters.kept
-    featurizer, recall, radius = settings.featurizer, options.recall, limit.radius
     removed = ~kept
+    results = removal_results(
+        documents=n,
+        removed=int(n - kept.sum()),
+        clusters=int((sizes > 1).sum()),
+        largest_cluster=int(sizes.max()) if n else 0,
+        lowest_similarity=(
+            float(np.nanmin(clusters.similarity[removed])) if removed.any() else None
+        ),
+        below_threshold=clusters.below_threshold,
+        distinct_codes=graph.n_unique,
+    )
     return {
         "input": source.name,
-        "settings": {
-            "bits": settings.bits,
-            "seed": settings.seed,
-            "device": device,
-            "analyzer": featurizer.analyzer,
-            "ngram": featurizer.ngram,
-            "weighting": featurizer.weighting,
-            "max_distance": radius,
-            "join": "exact" if recall is None else f"approximate, recall >= {recall}",
-            "min_estimated_cosine": float(np.cos(np.pi * radius / settings.bits)),
-            "verify": limit.verify,
-            "similarity": limit.measure,
-            "threshold": limit.value,
-            "candidate_recall": (
-                options.candidate_recall if limit.verify and options.max_distance is None else None
-            ),
-            "cluster": options.cluster,
-            "empty_as_duplicates": options.empty_as_duplicates,
-            "keep": options.keep,
-        },
-        "results": {
-            "documents": n,
-            "kept": int(kept.sum()),
-            "removed": int(n - kept.sum()),
-            "clusters": int((sizes > 1).sum()),
-            "largest_cluster": int(sizes.max()) if n else 0,
-            "lowest_similarity_to_kept": (
-                float(np.nanmin(clusters.similarity[removed])) if removed.any() else None
-            ),
-            "removed_below_threshold": clusters.below_threshold,
-            "distinct_codes": graph.n_unique,
-            "skipped_invalid": source.skipped.count if source.skipped else 0,
-        },
+        "settings": settings_summary(settings, options, limit, device=device),
+        "results": {**results, "skipped_invalid": source.skipped.count if source.skipped else 0},
         "skipped": source.skipped.examples if source.skipped else [],
         "ground_truth": None,
         "cluster_sizes": cluster_summary(clusters.labels).to_dict()["size_counts"],

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpusimhash.cluster._pairs import cluster_labels
+from gpusimhash.cluster import cluster_labels
 from gpusimhash.distributed._routing import destination, split_by
 
 __all__ = ["by_node", "by_shard", "local_edges", "shard_labels", "shard_of", "star_step"]

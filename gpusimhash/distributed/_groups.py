@@ -25,7 +25,7 @@ import numpy as np
 from gpusimhash.cluster._documents import cluster_documents
 from gpusimhash.distributed._components import by_node, by_shard, shard_of
 from gpusimhash.join._graph import CodeGraph, adjacency
-from gpusimhash.verify._features import DocumentFeatures
+from gpusimhash.verify import DocumentFeatures
 from gpusimhash.verify._threshold import Threshold
 
 __all__ = [

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from gpusimhash.codes import code_words
-from gpusimhash.dedup.report._sample import neighbours
+from gpusimhash.dedup.report import neighbours
 from gpusimhash.distributed._routing import destination, split_by
 from gpusimhash.evaluation import removal_counts
 from gpusimhash.features import FeatureBatch
@@ -36,7 +36,7 @@ from gpusimhash.io.readers import (
 )
 from gpusimhash.io.records import annotated, record_value, truth_labels
 from gpusimhash.io.writers import RecordWriter
-from gpusimhash.verify._features import DocumentFeatures
+from gpusimhash.verify import DocumentFeatures
 from gpusimhash.verify._units import document_hashes
 
 __all__ = [

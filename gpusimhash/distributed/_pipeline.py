@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from gpusimhash.dedup.options import DedupOptions
+from gpusimhash.dedup.summary import removal_results, settings_summary
 from gpusimhash.distributed import _partitions as partitions
 from gpusimhash.distributed._cluster_stage import ClusterStage
 from gpusimhash.distributed._join_stage import JoinStage
@@ -261,36 +262,17 @@ class _Run(JoinStage, ClusterStage, WriteStage):
         n_tables = stats["tables"]
         return {
             "input": [str(p) for p in self.paths],
-            "settings": {
-                "bits": settings.bits,
-                "seed": settings.seed,
-                "analyzer": settings.featurizer.analyzer,
-                "ngram": settings.featurizer.ngram,
-                "weighting": settings.featurizer.weighting,
-                "max_distance": limit.radius,
-                "join": "exact",
-                "min_estimated_cosine": float(np.cos(np.pi * limit.radius / settings.bits)),
-                "verify": limit.verify,
-                "similarity": limit.measure,
-                "threshold": limit.value,
-                "candidate_recall": (
-                    self.options.candidate_recall
-                    if limit.verify and self.options.max_distance is None
-                    else None
-                ),
-                "cluster": self.options.cluster,
-                "empty_as_duplicates": self.options.empty_as_duplicates,
-                "keep": self.options.keep,
-            },
+            "settings": settings_summary(settings, self.options, limit),
             "results": {
-                "documents": n,
-                "kept": n - int(removed.size),
-                "removed": int(removed.size),
-                "clusters": len(clusters),
-                "largest_cluster": int(sizes.max()) if sizes.size else (1 if n else 0),
-                "lowest_similarity_to_kept": float(np.nanmin(to_kept)) if to_kept.size else None,
-                "removed_below_threshold": below,
-                "distinct_codes": stats["distinct_codes"],
+                **removal_results(
+                    documents=n,
+                    removed=int(removed.size),
+                    clusters=len(clusters),
+                    largest_cluster=int(sizes.max()) if sizes.size else (1 if n else 0),
+                    lowest_similarity=float(np.nanmin(to_kept)) if to_kept.size else None,
+                    below_threshold=below,
+                    distinct_codes=stats["distinct_codes"],
+                ),
                 "candidate_code_pairs": stats["candidate_code_pairs"],
                 "pairs_verified": stats["pairs_verified"],
             },

@@ -36,11 +36,9 @@ new index, never a mix.
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -50,17 +48,16 @@ import numpy as np
 from gpusimhash import _backend, _segments, _validate
 from gpusimhash._choices import KINDS
 from gpusimhash._memory import check_result_size
-from gpusimhash.fingerprinting import fingerprint
+from gpusimhash.fingerprinting import FingerprintSettings, fingerprint
+from gpusimhash.index import _storage as storage
 from gpusimhash.index._keys import KeyMap, check_keys
 from gpusimhash.index._lock import ReadWriteLock, reads, writes
 from gpusimhash.index._results import RangeResult, SearchResult
-from gpusimhash.io.bundle import BundleError, read_bundle, reading, write_bundle
+from gpusimhash.io.bundle import BundleError, reading
 from gpusimhash.join._radius import resolve_radius
 from gpusimhash.text import TextFeaturizer
 
 _LOGGER = logging.getLogger(__name__)
-FORMAT_NAME = "gpusimhash-index"
-FORMAT_VERSION = 2  # 2: string ids (a keys file); 1 (still written for int64 ids): without
 _DEFAULT_PARAMS: dict[str, dict[str, int]] = {
     "flat": {},
     "multihash": {"hash_bits": 16},
@@ -199,6 +196,53 @@ class SimHashIndex:
     def featurizer(self) -> TextFeaturizer:
         """The featurizer applied to text."""
         return self._featurizer
+
+    @property
+    def settings(self) -> FingerprintSettings:
+        """How the index fingerprints: its bits, seed and featurizer.
+
+        Examples
+        --------
+        >>> SimHashIndex(bits=64, seed=3).settings.bits
+        64
+        """
+        return FingerprintSettings(bits=self._bits, seed=self._seed, featurizer=self._featurizer)
+
+    @staticmethod
+    def load_settings(path: str | Path) -> FingerprintSettings:
+        """Read how a saved index fingerprints, from its manifest only (no file is parsed).
+
+        Parameters
+        ----------
+        path : str or Path
+            Folder written by `save`.
+
+        Returns
+        -------
+        FingerprintSettings
+
+        Raises
+        ------
+        gpusimhash.io.bundle.BundleError
+            Not a readable index folder, or settings this release cannot read.
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> folder = tempfile.mkdtemp()
+        >>> SimHashIndex(bits=64, seed=3).save(folder)
+        >>> SimHashIndex.load_settings(folder).seed
+        3
+        """
+        metadata, manifest = storage.load_metadata(path)
+        try:
+            return FingerprintSettings(
+                bits=metadata["bits"],
+                seed=metadata["seed"],
+                featurizer=TextFeaturizer.from_config(metadata["featurizer"]),
+            )
+        except (KeyError, TypeError, ValueError, OverflowError) as error:
+            raise BundleError(f"{manifest}: bad index metadata ({error})") from None
 
     @property
     def device(self) -> str:
@@ -747,33 +791,13 @@ class SimHashIndex:
             "ntotal": int(self._index.ntotal),
             "n_tombstones": self.n_tombstones,
         }
-        index, tombstones = self._index, self._tombstones
-        keys = None if self._keys is None else json.dumps(self._keys.to_json(), ensure_ascii=False)
-
-        def write_index(path: Path) -> None:
-            # through a Python file, so that a full disk is the OSError it is
-            with open(path, "wb") as stream:
-                writer = faiss.PyCallbackIOWriter(stream.write)  # type: ignore[attr-defined]
-                faiss.write_index_binary(index, writer)
-
-        def write_keys(path: Path) -> None:
-            path.write_text(str(keys), encoding="utf-8")
-
-        files: dict[str, tuple[str, Callable[[Path], None]]] = {
-            "index": ("faissbin", write_index),
-            "tombstones": ("npy", lambda p: np.save(p, tombstones, allow_pickle=False)),
-        }
-        if keys is not None:
-            files["keys"] = ("json", write_keys)
-
         start = time.perf_counter()
-        write_bundle(
+        storage.save(
             path,
-            files,
-            format_name=FORMAT_NAME,
-            # integer ids: version 1, which older releases read too
-            format_version=FORMAT_VERSION if self._keys is not None else 1,
             metadata=metadata,
+            index=self._index,
+            tombstones=self._tombstones,
+            keys=self._keys,
         )
         _LOGGER.info(
             "saved %s: %d entries (%.3f s)", path, metadata["ntotal"], time.perf_counter() - start
@@ -835,14 +859,8 @@ class SimHashIndex:
 
     @classmethod
     def _load(cls, path: str | Path, *, mmap: bool, verify: bool, device: str) -> SimHashIndex:
-        metadata, paths = read_bundle(
-            path, format_name=FORMAT_NAME, format_version=(1, FORMAT_VERSION), verify=verify
-        )
-        manifest = Path(path) / "manifest.json"
-        if set(paths) - {"keys"} != {"index", "tombstones"}:
-            raise BundleError(
-                f"{manifest}: lists {sorted(paths)}, expected index, tombstones (and keys)"
-            )
+        saved = storage.load(path, mmap=mmap, verify=verify)
+        metadata, loaded = saved.metadata, saved.index
         try:
             index = cls(
                 metadata["bits"],
@@ -851,22 +869,10 @@ class SimHashIndex:
                 featurizer=TextFeaturizer.from_config(metadata["featurizer"]),
                 **metadata["params"],
             )
-            ntotal, n_tombstones = int(metadata["ntotal"]), int(metadata["n_tombstones"])
+            ntotal = int(metadata["ntotal"])
         except (KeyError, TypeError, ValueError, OverflowError) as error:
-            raise BundleError(f"{manifest}: bad index metadata ({error})") from None
-        faiss_path = paths["index"]
-        try:
-            flags = faiss.IO_FLAG_MMAP if mmap else 0
-            loaded = faiss.read_index_binary(str(faiss_path), flags)
-        except (RuntimeError, MemoryError) as error:  # MemoryError: sizes no real index has
-            message = (str(error).splitlines() or [type(error).__name__])[-1]
-            raise BundleError(
-                f"{faiss_path}: not a readable FAISS binary index ({message})"
-            ) from None
-        if not isinstance(loaded, faiss.IndexBinaryIDMap):
-            raise BundleError(
-                f"{faiss_path}: expected an IndexBinaryIDMap, got {type(loaded).__name__}"
-            )
+            raise BundleError(f"{saved.manifest}: bad index metadata ({error})") from None
+        faiss_path = saved.index_file
         if loaded.d != index.bits or loaded.ntotal != ntotal:
             raise BundleError(
                 f"{faiss_path}: holds {loaded.ntotal} codes of {loaded.d} bits, the manifest "
@@ -875,40 +881,12 @@ class SimHashIndex:
         expected_inner = type(index._inner()).__name__
         if type(faiss.downcast_IndexBinary(loaded.index)).__name__ != expected_inner:
             raise BundleError(f"{faiss_path}: not a {expected_inner} (kind {index.kind!r})")
-        tombstones_path = paths["tombstones"]
-        try:
-            # mapped first: a header that claims more entries than the file holds is refused
-            # before anything is allocated
-            mapped = np.load(tombstones_path, mmap_mode="r", allow_pickle=False)
-        except (ValueError, OSError) as error:
-            raise BundleError(f"{tombstones_path}: unreadable ({error})") from None
-        if mapped.dtype != np.int64 or mapped.shape != (n_tombstones,):
-            raise BundleError(
-                f"{tombstones_path}: expected int64 of shape ({n_tombstones},), "
-                f"got {mapped.dtype} {mapped.shape}"
-            )
-        tombstones = np.array(mapped)
         index._index = loaded
-        index._tombstones = tombstones
-        if "keys" in paths:
-            index._keys = _load_keys(paths["keys"], loaded, tombstones)
+        index._tombstones = saved.tombstones
+        index._keys = saved.keys
         index._read_only = mmap
         index._device = index._resolve_device(device)
         if index.kind == "ivf":
             index._quantizer = faiss.downcast_IndexBinary(index._inner().quantizer)  # type: ignore[assignment]
         index._apply_search_params()
         return index
-
-
-def _load_keys(path: Path, loaded: Any, tombstones: np.ndarray) -> KeyMap:
-    """Read a saved key map and check it against the FAISS ids it names."""
-    try:
-        keys = KeyMap.from_json(json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, UnicodeDecodeError, RecursionError, ValueError, TypeError) as error:
-        raise BundleError(f"{path}: not a key map ({error})") from None
-    stored = faiss.vector_to_array(loaded.id_map).astype(np.int64, copy=False)
-    live = np.sort(stored[~np.isin(stored, tombstones)])
-    named = np.sort(keys.internal(keys.to_json()["keys"]))
-    if not np.array_equal(live, named):
-        raise BundleError(f"{path}: names {named.size} entries, the index holds {live.size}")
-    return keys

@@ -25,7 +25,7 @@ def index(tmp_path):
 
 
 def test_settings_come_from_the_index(index):
-    settings = against.fingerprint_settings(index)
+    settings = index.settings
     assert (settings.bits, settings.seed) == (256, 5)
     np.testing.assert_array_equal(settings.fingerprint(NEW), index.to_codes(NEW))
 
@@ -76,12 +76,12 @@ def test_a_run_refuses_other_fingerprint_settings(index, tmp_path):
     with pytest.raises(ValueError, match="the run must use the same settings"):
         against.Against.open(tmp_path / "idx", FingerprintSettings(bits=128, seed=5))
     with pytest.raises(ValueError, match="manifest.json: missing"):
-        against.Against.open(tmp_path / "nothing", against.fingerprint_settings(index))
+        against.Against.open(tmp_path / "nothing", index.settings)
 
 
 def test_a_run_removes_reports_and_adds(index, tmp_path):
     folder = tmp_path / "idx"
-    run = against.Against.open(folder, against.fingerprint_settings(index))
+    run = against.Against.open(folder, index.settings)
     codes = index.to_codes(NEW)
     labels, kept = np.array([0, 0, 1, 2]), np.array([1, 0, 1, 1], bool)
     kept_rows = np.array([0, 2, 3])
@@ -102,7 +102,7 @@ def test_a_run_removes_reports_and_adds(index, tmp_path):
 def test_the_removed_clusters_are_written(index, tmp_path):
     import json
 
-    run = against.Against.open(tmp_path / "idx", against.fingerprint_settings(index))
+    run = against.Against.open(tmp_path / "idx", index.settings)
     codes = index.to_codes(NEW)
     run.remove_indexed(
         codes, np.array([0, 0, 1, 2]), np.ones(4, bool), np.array([0, 2, 3]), "cosine", 0.8

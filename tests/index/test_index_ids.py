@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpusimhash import SimHashIndex, hamming
-from gpusimhash.index._index import FORMAT_NAME
+from gpusimhash.index._storage import FORMAT_NAME
 from gpusimhash.io.bundle import BundleError, read_bundle
 
 KINDS = {"flat": {}, "multihash": {}, "hnsw": {"m": 8}, "ivf": {"nlist": 2, "nprobe": 2}}
