@@ -27,28 +27,28 @@ __all__ = [
 ]
 
 
-def duplicate_pairs(groups: np.ndarray) -> np.ndarray:
+def duplicate_pairs(truth: np.ndarray) -> np.ndarray:
     """Return every pair ``(i, j)``, ``i < j``, of positions with equal group labels.
 
     Parameters
     ----------
-    groups : array_like of int, shape (n,)
-        Group label of each document.
+    truth : array_like of int, shape (n,)
+        True group label of each document.
 
     Returns
     -------
     pairs : ndarray, shape (m, 2), dtype int64
-        Sorted lexicographically. ``m`` is the sum of ``size * (size - 1) / 2`` over groups, so
-        this is for evaluation at moderate sizes.
+        Sorted lexicographically. ``m`` is the sum of ``size * (size - 1) / 2`` over the true
+        groups, so this is for evaluation at moderate sizes.
 
     Examples
     --------
     >>> duplicate_pairs([5, 1, 5, 5]).tolist()
     [[0, 2], [0, 3], [2, 3]]
     """
-    groups = np.asarray(groups)
-    order = np.argsort(groups, kind="stable")
-    _, starts, counts = np.unique(groups[order], return_index=True, return_counts=True)
+    truth = np.asarray(truth)
+    order = np.argsort(truth, kind="stable")
+    _, starts, counts = np.unique(truth[order], return_index=True, return_counts=True)
     pairs = [
         np.stack(np.triu_indices(c, 1), axis=1) + s
         for s, c in zip(starts, counts, strict=True)
@@ -61,14 +61,14 @@ def duplicate_pairs(groups: np.ndarray) -> np.ndarray:
     return found[np.lexsort((found[:, 1], found[:, 0]))]
 
 
-def pair_scores(predicted: np.ndarray, groups: np.ndarray) -> dict[str, float | int]:
+def pair_scores(predicted: np.ndarray, truth: np.ndarray) -> dict[str, float | int]:
     """Score predicted duplicate pairs against group labels.
 
     Parameters
     ----------
     predicted : array_like of int, shape (m, 2)
         Predicted pairs of positions (either order; repeats are counted once).
-    groups : array_like of int, shape (n,)
+    truth : array_like of int, shape (n,)
         True group label of each position.
 
     Returns
@@ -80,25 +80,25 @@ def pair_scores(predicted: np.ndarray, groups: np.ndarray) -> dict[str, float | 
     Raises
     ------
     ValueError
-        Pairs of the wrong shape or naming positions outside ``groups``.
+        Pairs of the wrong shape or naming positions outside ``truth``.
 
     Examples
     --------
     >>> pair_scores([[0, 2], [0, 1]], [5, 1, 5, 5])
     {'true_pairs': 3, 'predicted_pairs': 2, 'true_positives': 1, 'precision': 0.5, 'recall': 0.3333333333333333}
     """
-    groups = np.asarray(groups)
+    truth = np.asarray(truth)
     predicted = np.asarray(predicted, dtype=np.int64)
     if predicted.size == 0:
         predicted = predicted.reshape(0, 2)
     if predicted.ndim != 2 or predicted.shape[1] != 2:
         raise ValueError(f"predicted pairs must have shape (m, 2), got {predicted.shape}")
-    if predicted.size and (predicted.min() < 0 or predicted.max() >= groups.size):
-        raise ValueError(f"predicted pairs must name positions in [0, {groups.size})")
+    if predicted.size and (predicted.min() < 0 or predicted.max() >= truth.size):
+        raise ValueError(f"predicted pairs must name positions in [0, {truth.size})")
     predicted = np.unique(np.sort(predicted, axis=1), axis=0)
     predicted = predicted[predicted[:, 0] != predicted[:, 1]]
-    hits = int(np.count_nonzero(groups[predicted[:, 0]] == groups[predicted[:, 1]]))
-    _, counts = np.unique(groups, return_counts=True)
+    hits = int(np.count_nonzero(truth[predicted[:, 0]] == truth[predicted[:, 1]]))
+    _, counts = np.unique(truth, return_counts=True)
     true_pairs = int(np.sum(counts * (counts - 1) // 2))
     return {
         "true_pairs": true_pairs,

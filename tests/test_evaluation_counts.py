@@ -1,3 +1,5 @@
+import pytest
+
 """Removal scores from per-group counts summed over any split of the groups equal removal_scores."""
 
 import numpy as np
@@ -27,6 +29,7 @@ def test_counts_summed_over_any_split_give_removal_scores(truth, seed, n_splits)
     assert removal_figures(summed) == removal_scores(truth, kept)
 
 
+@pytest.mark.slow
 def test_equal_labels_go_to_the_same_task_in_every_process():
     """Python salts str and bytes hashes per process: the routing must not depend on it."""
     import os

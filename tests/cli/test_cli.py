@@ -102,6 +102,7 @@ def read_jsonl(path):
         return [json.loads(line) for line in f]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["jsonl", "jsonl.gz", "csv", "tsv", "parquet", "txt"])
 def test_dedup_every_input_format(tmp_path, kind):
     path = write_input(tmp_path, kind)
@@ -155,6 +156,7 @@ def test_dedup_every_input_format(tmp_path, kind):
         assert all(f"]({name})" in (out / "report.md").read_text() for name in PLOTS)
 
 
+@pytest.mark.slow
 def test_no_duplicates_and_empty_input(tmp_path, capsys):
     unique = write_input(tmp_path, "jsonl", [{"text": t} for t in ORIGINALS])
     code, out, _ = run_in_process(
@@ -172,6 +174,7 @@ def test_no_duplicates_and_empty_input(tmp_path, capsys):
     assert (tmp_path / "b" / "kept.jsonl").read_text() == ""
 
 
+@pytest.mark.slow
 def test_exact_copies_are_always_removed(tmp_path):
     path = write_input(tmp_path, "jsonl")
     done = run(
@@ -219,6 +222,7 @@ def test_parquet_output_and_keep_policies(tmp_path, capsys):
         assert not (out / "report.md").exists()
 
 
+@pytest.mark.slow
 def test_small_batches_give_the_same_output(tmp_path, capsys):
     path = write_input(tmp_path, "jsonl")
     for size in ("3", "10000"):
@@ -231,6 +235,7 @@ def test_small_batches_give_the_same_output(tmp_path, capsys):
         assert (tmp_path / "3" / name).read_bytes() == (tmp_path / "10000" / name).read_bytes()
 
 
+@pytest.mark.slow
 def test_dedup_without_input_runs_on_the_sample(tmp_path):
     done = run("dedup", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
@@ -249,6 +254,7 @@ def test_dedup_without_input_runs_on_the_sample(tmp_path):
         assert (report / png).read_bytes()[:4] == b"\x89PNG"
 
 
+@pytest.mark.slow
 def test_approximate_join_finds_a_subset_of_the_exact_pairs(tmp_path, capsys):
     results = {}
     for name, extra in (("exact", []), ("approximate", ["--recall", "0.99"])):
@@ -436,6 +442,7 @@ def int_id_docs():
     return [{"id": 100 + n, "text": d["text"]} for n, d in enumerate(DOCS)]
 
 
+@pytest.mark.slow
 def test_index_build_add_query_stats(tmp_path):
     docs = int_id_docs()
     first = write_input(tmp_path, "csv", docs[:10])

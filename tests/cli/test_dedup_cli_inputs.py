@@ -1,3 +1,5 @@
+import pytest
+
 """dedup from the command line: an output folder in use is refused, shards, globs and stdin."""
 
 import json
@@ -92,6 +94,7 @@ def test_nested_and_joined_text_fields(tmp_path):
         assert len(lines(out / "kept.jsonl")) == kept
 
 
+@pytest.mark.slow
 def test_out_dash_writes_the_kept_records_to_stdout(tmp_path):
     data = "".join(json.dumps({"text": t}) + "\n" for t in TEXTS)
     path = tmp_path / "in.jsonl"

@@ -7,6 +7,8 @@ import pytest
 from gpusimhash import TextFeaturizer, fingerprint
 from gpusimhash.distributed import fingerprint_collection
 
+pytestmark = pytest.mark.slow  # Dask workers start in every test
+
 TEXTS = [f"document {i} about topic {i % 7} and word{i % 3}" for i in range(50)] + [""]
 
 

@@ -18,6 +18,8 @@ from gpusimhash.dedup.pipeline import dedup_file
 from gpusimhash.distributed import dedup
 from gpusimhash.io.readers import InputError
 
+pytestmark = pytest.mark.slow  # Dask workers start in every test
+
 N_DOCS = 1200
 FAST = {"bits": 128, "max_distance": 8, "id_field": "id"}  # 9 pigeonhole tables of 14 bits
 

@@ -1,6 +1,7 @@
 """Label propagation finds the components; clustering each group of them alone gives the whole."""
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -13,6 +14,8 @@ from gpusimhash.fingerprinting import featurize
 from gpusimhash.join._exact import near_duplicate_graph
 from gpusimhash.verify._features import DocumentFeatures
 from gpusimhash.verify._threshold import Threshold
+
+pytestmark = pytest.mark.slow  # Dask workers start in every test
 
 WORDS = ["red", "fox", "blue", "sky", "green", "sea", "old", "oak", "cold", "rain"]
 

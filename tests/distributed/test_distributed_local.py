@@ -10,6 +10,8 @@ distributed = pytest.importorskip("distributed")
 from gpusimhash.cli.distributed import _client
 from gpusimhash.distributed import local_cluster
 
+pytestmark = pytest.mark.slow  # Dask workers start in every test
+
 
 def _threads():
     import faiss

@@ -22,6 +22,8 @@ from gpusimhash.fingerprinting import FingerprintSettings
 from gpusimhash.io.inputs import input_files
 from gpusimhash.text import TextFeaturizer
 
+pytestmark = pytest.mark.slow  # Dask workers start in every test
+
 
 def _even_plan(bits, radius, m):
     """m near-equal blocks with thresholds summing to radius - m + 1 (all >= 0)."""

@@ -10,6 +10,8 @@ from gpusimhash.distributed import _routing as routing
 from gpusimhash.distributed import _tables as tables
 from gpusimhash.join._exact import near_duplicate_groups
 
+pytestmark = pytest.mark.slow  # Dask workers start in every test
+
 
 def _distributed_pairs(codes, radius, n_parts, n_tasks, n_workers=1):
     """Collapse and join as the cluster does, with every task run here."""

@@ -178,6 +178,7 @@ def test_join_property(
     )
 
 
+@pytest.mark.slow
 def test_planner_chooses_brute_force_or_valid_blocks(emulated_kernels: ctypes.CDLL) -> None:
     rng = np.random.default_rng(0)
     join = _join(emulated_kernels, brute_force_max=100, max_key_bits=12, sample_size=64)

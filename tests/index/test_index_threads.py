@@ -195,6 +195,7 @@ def test_loads_during_saves_see_the_old_or_the_new_index(tmp_path):
     assert set(sizes) <= set(range(5000, 6501, 100))
 
 
+@pytest.mark.slow
 def test_string_ids_under_concurrent_searches_and_changes():
     from gpusimhash import hamming
 

@@ -145,6 +145,7 @@ def test_radius_near_bits_falls_back_to_exact():
     np.testing.assert_array_equal(pairs, near_duplicates(codes, max_distance=15))
 
 
+@pytest.mark.slow
 def test_giant_runs_are_joined_exactly(monkeypatch):
     # Runs of equal keys above the giant-run size go to the exact join; shrink that size so
     # clustered codes hit it, and check nothing is lost or invented on that path.

@@ -97,6 +97,7 @@ def test_narrow_gather_is_the_narrowest_exact_dtype(seed, exact, window):
         np.testing.assert_array_equal(getattr(widened, name), getattr(expected, name))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["star", "components"])
 @settings(max_examples=30, deadline=None)
 @given(
