@@ -30,7 +30,7 @@ from _common import print_table, write_json
 
 from gpusimhash.datasets.synth import CorpusSpec, generate
 from gpusimhash.dedup.pipeline import dedup_file
-from gpusimhash.dedup.report._plots import PLOTS
+from gpusimhash._output_names import PLOTS
 from gpusimhash.distributed import dedup, local_cluster
 
 SETTINGS = {"bits": 128, "max_distance": 3, "id_field": "id"}

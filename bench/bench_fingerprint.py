@@ -32,7 +32,7 @@ from _common import (
 )
 
 from gpusimhash import TextFeaturizer, fingerprint
-from gpusimhash._cpu import fingerprint_batch
+from gpusimhash._cpu._fingerprint import fingerprint_batch
 from gpusimhash.utf8 import Utf8Texts
 
 PEERS = {

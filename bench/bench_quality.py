@@ -35,7 +35,7 @@ import scipy.sparse as sp
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import DEFAULT_CORPUS, write_json
 
-from gpusimhash._cpu import fingerprint_batch
+from gpusimhash._cpu._fingerprint import fingerprint_batch
 from gpusimhash.cluster._documents import cluster_documents
 from gpusimhash.datasets import sample
 from gpusimhash.datasets.synth import CorpusSpec, generate
