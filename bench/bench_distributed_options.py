@@ -28,9 +28,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import print_table, write_json
 
+from gpusimhash._output_names import PLOTS
 from gpusimhash.datasets.synth import CorpusSpec, generate
 from gpusimhash.dedup.pipeline import dedup_file
-from gpusimhash._output_names import PLOTS
 from gpusimhash.distributed import dedup, local_cluster
 
 SETTINGS = {"bits": 128, "max_distance": 3, "id_field": "id"}
