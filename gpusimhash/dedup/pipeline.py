@@ -47,7 +47,7 @@ from gpusimhash.dedup.against import Against
 from gpusimhash.dedup.options import DedupOptions
 from gpusimhash.dedup.outputs import write_duplicates, write_kept, write_pairs
 from gpusimhash.dedup.results import Clusters, DedupResult, Fingerprints
-from gpusimhash.dedup.summary import count_pairs, finish_summary, run_summary
+from gpusimhash.dedup.summary import RunCounts, count_pairs, finish_summary, run_summary
 from gpusimhash.dedup.timer import Progress, StageTimer
 from gpusimhash.evaluation import removal_scores
 from gpusimhash.features import FeatureBatch
@@ -259,35 +259,31 @@ def run(
         n_pairs: int | None = n_candidates
     else:
         n_pairs = None if found is None else count_pairs(found.as_groups(limit.radius))
-    summary = run_summary(source, settings, options, device, limit, graph, first, clusters)
-    if checked is not None:
-        summary["results"].update(checked.summary())
-    summary["settings"]["estimated_candidate_pairs"] = round(estimate)
-    summary["results"].update(
-        {
-            "candidate_pairs": n_candidates,
-            "candidate_code_pairs": graph.n_pairs,
-            "pairs_verified": clustering.pairs_verified,
-            "near_duplicate_pairs": n_pairs,
-            "featureless_documents": int(n - has_features.sum()),
-        }
-    )
-    if clusters.below_threshold:
-        lowest = summary["results"]["lowest_similarity_to_kept"]
-        summary["warnings"] = [
-            (
-                f"{clusters.below_threshold:,} removed documents are below the {limit.measure} "
-                f"threshold {limit.value:g} against the document kept for them (lowest "
-                f"{lowest:.3f}): clusters chain; star clusters of verified pairs never do"
-            )
-        ]
+    ground_truth = None
     if first.truth is not None:
         pairs = None
         if n_pairs is not None and n_pairs <= MAX_EVALUATED_PAIRS:
             pairs = graph.to_groups().pairs() if found is None else found.document_pairs()[0]
-        summary["ground_truth"] = removal_scores(first.truth, clusters.kept, pairs)
-    summary["files"] = files
+        ground_truth = removal_scores(first.truth, clusters.kept, pairs)
     files["summary.json"] = "this summary, as JSON"
+    summary = run_summary(
+        source,
+        settings,
+        options,
+        device,
+        limit,
+        graph,
+        first,
+        clusters,
+        RunCounts(
+            estimated_candidate_pairs=round(estimate),
+            index_results={} if checked is None else checked.summary(),
+            pairs_verified=clustering.pairs_verified,
+            near_duplicate_pairs=n_pairs,
+        ),
+        ground_truth,
+        files,
+    )
     if sample is not None:
         with timer.stage("report", unit="pair"):
             files["report.md"] = "the report, with plots (PNG)"

@@ -7,6 +7,7 @@ last stage is done; the keys are documented in the README's "Reading the summary
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -87,6 +88,28 @@ def removal_results(
     }
 
 
+@dataclass(frozen=True)
+class RunCounts:
+    """What a run counted besides its clusters, for the summary.
+
+    Attributes
+    ----------
+    estimated_candidate_pairs : int
+        The guard rail's estimate, before the join.
+    index_results : dict
+        What ``--against`` matched (`gpusimhash.dedup.against.Against.summary`), else empty.
+    pairs_verified : int
+        Pairs of units compared on their features.
+    near_duplicate_pairs : int or None
+        Document pairs at or above the threshold, where every candidate was verified.
+    """
+
+    estimated_candidate_pairs: int
+    index_results: dict[str, Any]
+    pairs_verified: int
+    near_duplicate_pairs: int | None
+
+
 def run_summary(
     source: Source,
     settings: FingerprintSettings,
@@ -96,8 +119,11 @@ def run_summary(
     graph: CodeGraph,
     first: Fingerprints,
     clusters: Clusters,
+    counts: RunCounts,
+    ground_truth: dict[str, Any] | None,
+    files: dict[str, str],
 ) -> dict[str, Any]:
-    """Describe a run's settings and results on one machine (timings and files come later)."""
+    """Describe a run's settings and results on one machine (`finish_summary` adds timings)."""
     n, sizes, kept = first.codes.shape[0], clusters.sizes, clusters.kept
     removed = ~kept
     results = removal_results(
@@ -111,14 +137,37 @@ def run_summary(
         below_threshold=clusters.below_threshold,
         distinct_codes=graph.n_unique,
     )
-    return {
+    summary: dict[str, Any] = {
         "input": source.name,
-        "settings": settings_summary(settings, options, limit, device=device),
-        "results": {**results, "skipped_invalid": source.skipped.count if source.skipped else 0},
+        "settings": {
+            **settings_summary(settings, options, limit, device=device),
+            "estimated_candidate_pairs": counts.estimated_candidate_pairs,
+        },
+        "results": {
+            **results,
+            "skipped_invalid": source.skipped.count if source.skipped else 0,
+            **counts.index_results,
+            "candidate_pairs": graph.document_pairs(),
+            "candidate_code_pairs": graph.n_pairs,
+            "pairs_verified": counts.pairs_verified,
+            "near_duplicate_pairs": counts.near_duplicate_pairs,
+            "featureless_documents": int(n - first.has_features.sum()),
+        },
         "skipped": source.skipped.examples if source.skipped else [],
-        "ground_truth": None,
+        "ground_truth": ground_truth,
         "cluster_sizes": cluster_summary(clusters.labels).to_dict()["size_counts"],
     }
+    if clusters.below_threshold:
+        summary["warnings"] = [
+            (
+                f"{clusters.below_threshold:,} removed documents are below the {limit.measure} "
+                f"threshold {limit.value:g} against the document kept for them (lowest "
+                f"{results['lowest_similarity_to_kept']:.3f}): clusters chain; star clusters of "
+                "verified pairs never do"
+            )
+        ]
+    summary["files"] = files
+    return summary
 
 
 def finish_summary(summary: dict[str, Any], timer: StageTimer, start: float, n: int) -> None:
