@@ -289,7 +289,7 @@ class DocumentFeatures:
         ([0.5, nan], [0.3333333333333333, nan])
         """
         pairs = check_pairs(pairs, self.n_docs)
-        compare = self.comparer(resolve_device(device))
+        compare = self.comparer(resolve_device(device, uses=("verify",)))
         cosine, jaccard, weighted = compare(
             np.ascontiguousarray(pairs[:, 0]), np.ascontiguousarray(pairs[:, 1])
         )
@@ -748,7 +748,7 @@ def verified_near_duplicates(
         )
     else:
         radius = min(check_radius(max_distance), bits)
-    engine = resolve_device(device)
+    engine = resolve_device(device, uses=("fingerprint", "verify"))
     featurizer = TextFeaturizer() if featurizer is None else featurizer
     batch = featurize(documents, featurizer)
     features = DocumentFeatures.from_batch(batch)
@@ -980,7 +980,7 @@ def verify_candidates(
     featured = np.unique(unit[rows[features.sizes > 0]])
     local = np.searchsorted(rows, representative[featured])
     unit_code = groups.inverse[representative[featured]]
-    compare = features.comparer(resolve_device(device))
+    compare = features.comparer(resolve_device(device, uses=("verify",)))
     column = 0 if measure == "cosine" else 1
     found_pairs, found_similarity, n_candidates = [], [], 0
     for left, right in _unit_candidates(unit_code, groups, chunk_pairs):

@@ -1,0 +1,106 @@
+"""What the GPU parity probe (gpusimhash._gpu.probe) costs, family by family.
+
+The probe runs on the first GPU use of each kernel family in a process. Its cost splits into
+the host part (making the inputs and the CPU's answers) and the device part (the same inputs
+through the GPU path). Here the device part runs on the emulated kernels (tests/gpu/cuda_emu,
+compiled by g++ and run block by block on the CPU), so only the host part is a figure for a
+real machine; bench/device_check measures both on a GPU with `timed`.
+
+Each family is timed twice in one process: the first pass includes loading (or compiling) the
+Numba loops of the CPU answers, the second is what a process with warm caches pays.
+
+    python bench/bench_gpu_probe.py   ->   bench/results/gpu_probe_emulated.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "bench"), str(ROOT / "tests" / "gpu")]
+
+from gpusimhash import _compile_time
+from gpusimhash._gpu import probe, probe_cases
+
+
+def timed(device: probe_cases.Device, passes: int = 2) -> list[dict[str, Any]]:
+    """Seconds of each family's host part (inputs, CPU answers), GPU calls and comparisons."""
+    rows = []
+    for number in range(1, passes + 1):
+        for family in probe.FAMILIES:
+            compile_before = _compile_time.seconds()
+            host = gpu = compare = 0.0
+            failures = []
+            cases = probe_cases.CASES[family](device, np.random.default_rng(probe_cases.SEED))
+            mark = time.perf_counter()
+            for case in cases:
+                started = time.perf_counter()
+                host += started - mark
+                got = case.run()
+                ran = time.perf_counter()
+                problem = case.compare(got, case.expected)
+                mark = time.perf_counter()
+                gpu += ran - started
+                compare += mark - ran
+                if problem is not None:
+                    failures.append(f"{case.label}: {problem}")
+            host += time.perf_counter() - mark
+            rows.append(
+                {
+                    "pass": number,
+                    "family": family,
+                    "host_s": round(host, 4),
+                    "gpu_s": round(gpu, 4),
+                    "compare_s": round(compare, 4),
+                    "total_s": round(host + gpu + compare, 4),
+                    "numba_compile_s": round(_compile_time.seconds() - compile_before, 4),
+                    "failures": failures,
+                }
+            )
+    return rows
+
+
+def main() -> None:
+    from _common import print_table, write_json
+    from cuda_emu import emulator
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--result", default="gpu_probe_emulated.json")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as folder:
+        start = time.perf_counter()
+        library = emulator.build(Path(folder))
+        build_s = time.perf_counter() - start
+        launcher = emulator.EmulatedLauncher(library, threads_per_block=32, max_blocks=3)
+        rows = timed(emulator.probe_device(launcher))
+    columns = ["pass", "family", "host_s", "gpu_s", "compare_s", "total_s", "numba_compile_s"]
+    print_table(rows, columns)
+    totals = {
+        number: {
+            key: round(sum(r[key] for r in rows if r["pass"] == number), 4)
+            for key in ("host_s", "gpu_s", "compare_s", "total_s")
+        }
+        for number in (1, 2)
+    }
+    print(f"totals: {totals}")
+    path = write_json(
+        args.result,
+        {
+            "what": "GPU parity probe cost; gpu_s is the emulated kernels on the CPU, not a GPU",
+            "emulator_build_s": round(build_s, 2),
+            "rows": rows,
+            "totals_by_pass": totals,
+        },
+    )
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
