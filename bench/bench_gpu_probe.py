@@ -30,11 +30,16 @@ from gpusimhash import _compile_time
 from gpusimhash._gpu import probe, probe_cases
 
 
-def timed(device: probe_cases.Device, passes: int = 2) -> list[dict[str, Any]]:
-    """Seconds of each family's host part (inputs, CPU answers), GPU calls and comparisons."""
+def timed(
+    device: probe_cases.Device, families: tuple[str, ...] = probe.FAMILIES, passes: int = 2
+) -> list[dict[str, Any]]:
+    """Seconds of each family's host part (inputs, CPU answers), GPU calls and comparisons.
+
+    A GPU call that raises is recorded under ``failures`` and ends its family's pass.
+    """
     rows = []
     for number in range(1, passes + 1):
-        for family in probe.FAMILIES:
+        for family in families:
             compile_before = _compile_time.seconds()
             host = gpu = compare = 0.0
             failures = []
@@ -43,7 +48,12 @@ def timed(device: probe_cases.Device, passes: int = 2) -> list[dict[str, Any]]:
             for case in cases:
                 started = time.perf_counter()
                 host += started - mark
-                got = case.run()
+                try:
+                    got = case.run()
+                except Exception as error:  # noqa: BLE001 - what the probe would report
+                    failures.append(f"{case.label}: {type(error).__name__}: {error}")
+                    mark = time.perf_counter()
+                    break
                 ran = time.perf_counter()
                 problem = case.compare(got, case.expected)
                 mark = time.perf_counter()

@@ -149,9 +149,11 @@ class _State:
             if self.failure is not None or not pending:
                 return self.failure
             try:
-                outcome = run(pending, gpu_device())
+                device = gpu_device()
             except Exception as error:  # noqa: BLE001 - the device could not even be set up
                 outcome = Outcome(f"setting up the device: {type(error).__name__}: {error}", {})
+            else:  # an error on the CPU side (the answers) is no GPU fault: it propagates
+                outcome = run(pending, device)
             if outcome.failure is None:
                 self.passed.update(pending)
                 _LOGGER.debug("GPU parity probe passed: %s", outcome.seconds)
