@@ -97,9 +97,9 @@ def test_every_family_passes_and_runs_each_kernel(emulated_kernels: ctypes.CDLL)
     ("kernel", "family", "case"),
     [
         ("text_decode_utf8", "fingerprint", "text input, word1-count, 64 bits"),
-        ("text_char_states", "fingerprint", "text input, char3-logtf, 64 bits"),
+        ("text_char_states", "fingerprint", "text input, char3-logtf, 256 bits"),
         ("simhash_accumulate_unit<11, 4>", "fingerprint", "text input, word2-binary, 64 bits"),
-        ("simhash_accumulate_weighted", "fingerprint", "text input, char3-logtf, 64 bits"),
+        ("simhash_accumulate_weighted", "fingerprint", "text input, char3-logtf, 256 bits"),
         ("simhash_pack_partials", "fingerprint", "text input, word1-count, 64 bits"),
         ("join_bucket_pairs<2>", "join", "128 bits radius 18, 10 blocks"),
         ("join_tiles<1>", "join", "64 bits radius 3, 4 blocks"),
@@ -246,3 +246,14 @@ def test_no_gpu_probes_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(probe, "gpu_device", lambda: pytest.fail("probed without a GPU"))
     assert resolve_device("auto", uses=probe.FAMILIES) == "cpu"
     assert not probe.trusted(probe.FAMILIES)
+
+
+@pytest.mark.parametrize(("n", "bits", "radius", "blocks"), probe_cases.JOINS)
+def test_the_probes_cpu_join_is_the_cpu_join(n: int, bits: int, radius: int, blocks: int) -> None:
+    rng = np.random.default_rng(bits)
+    codes = probe_cases.clustered_codes(rng, n, bits, flips=radius // 2 + 1, crowd=n // 20)
+    inverse, pairs = probe_cases.cpu_join(codes, radius)
+    groups = near_duplicate_groups(codes, max_distance=radius, device="cpu")
+    np.testing.assert_array_equal(inverse, groups.inverse)
+    np.testing.assert_array_equal(pairs, groups.unique_pairs)
+    assert len(pairs) > n // 4
