@@ -22,7 +22,7 @@ import is named there, and every section that does not need it still runs.
 
 ``--dry-run`` runs the whole check on a machine without a GPU, at small sizes: every CPU part
 for real (the CPU baselines with their workers, the CPU joins, the comparisons against the
-CPU stand-in, the JSON, the tests' invocation), every GPU part recorded as skipped.
+CPU stand-in, the JSON, the tests' collection), every GPU part recorded as skipped.
 
 This process imports nothing beyond the standard library, so that a broken installation
 still gets a JSON and a log.

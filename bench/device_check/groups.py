@@ -277,6 +277,8 @@ def pytest_gpu(run: Run, report: Report, cap_s: float) -> None:
             "no:cacheprovider",
             "--continue-on-collection-errors",
         ]
+        if run.dry_run:  # collected (imports, markers), not run: the GPU parts are skipped
+            command.append("--collect-only")
         limit = max(5.0, cap_s - 10)
         with log.open("w") as stream:
             try:

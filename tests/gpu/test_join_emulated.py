@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 from gpusimhash import SimHashIndex, _backend, near_duplicate_groups, near_duplicates
 from gpusimhash._gpu import join as gpu_join
+from gpusimhash._gpu import probe
 from gpusimhash._gpu.join import (
     DeviceJoin,
     JoinSettings,
@@ -332,8 +333,13 @@ def test_knn_empty(emulated_kernels: ctypes.CDLL) -> None:
 
 @pytest.fixture
 def emulated_gpu(monkeypatch: pytest.MonkeyPatch, emulated_kernels: ctypes.CDLL) -> DeviceJoin:
-    """Run the CuPy layer on NumPy and the emulated kernels, tiny sizes (every path)."""
+    """Run the CuPy layer on NumPy and the emulated kernels, tiny sizes (every path).
+
+    The parity probe is skipped: it would set up CuPy's launcher (test_probe_emulated.py
+    drives it on the emulated kernels).
+    """
     join = _join(emulated_kernels, threads=64, **TINY)
+    monkeypatch.setenv(probe.SKIP_VARIABLE, "1")
     monkeypatch.setattr(_backend, "require_gpu", lambda: np)
     monkeypatch.setattr(gpu_join, "device_join", lambda: join)
     return join
