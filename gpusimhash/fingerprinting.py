@@ -21,33 +21,47 @@ from gpusimhash.vectors import sparse_batches, vectors_batch
 DEFAULT_BATCH_SIZE = 131_072
 
 
-def resolve_device(device: str) -> str:
+def resolve_device(device: str, uses: Sequence[str] = ("fingerprint",)) -> str:
     """Turn ``"auto"`` into ``"gpu"`` or ``"cpu"``; check that an asked-for GPU exists.
+
+    A GPU is used only once it has passed the parity probe (`gpusimhash._gpu.probe`) for the
+    kernel families the caller is about to run, on their first use in the process.
 
     Parameters
     ----------
     device : {"auto", "cpu", "gpu"}
         What the caller asked for.
+    uses : sequence of str
+        Kernel families the caller runs on the GPU: ``"fingerprint"``, ``"join"``, ``"knn"``,
+        ``"verify"``.
 
     Returns
     -------
     str
-        ``"cpu"`` or ``"gpu"``.
+        ``"cpu"`` or ``"gpu"``: ``"cpu"`` for ``"auto"`` when no GPU is usable or the GPU
+        failed the probe (one warning says what failed).
 
     Raises
     ------
     ValueError
         An unknown device name.
     RuntimeError
-        ``"gpu"`` without CuPy or a CUDA device.
+        ``"gpu"`` without CuPy or a CUDA device, or with a GPU that failed the probe.
+
+    Examples
+    --------
+    >>> resolve_device("cpu")
+    'cpu'
     """
     device = _validate.device(device)
-    if device == "cpu":
+    if device == "cpu" or (device == "auto" and not _backend.gpu_available()):
         return "cpu"
+    from gpusimhash._gpu import probe
+
     if device == "gpu":
-        _backend.require_gpu()
+        probe.require(uses)
         return "gpu"
-    return "gpu" if _backend.gpu_available() else "cpu"
+    return "gpu" if probe.trusted(uses) else "cpu"
 
 
 @dataclass(frozen=True)
@@ -221,8 +235,8 @@ def fingerprint(
     seed : int
         Global hash seed in ``[0, 2**32)``.
     device : {"auto", "cpu", "gpu"}
-        Where to compute; ``"auto"`` uses a GPU when CuPy and a CUDA device are present. Both
-        give identical codes.
+        Where to compute; ``"auto"`` uses a GPU when CuPy and a CUDA device are present and
+        the GPU passed the parity probe (`resolve_device`). Both give identical codes.
     vocabulary : sequence of str, optional
         Feature names of the sparse matrix's columns.
     featurizer : TextFeaturizer, optional
@@ -250,7 +264,7 @@ def fingerprint(
         malformed pair; a sparse matrix without a matching vocabulary; bytes that are not
         valid UTF-8; a missing text with ``on_missing="error"``; an unknown ``on_missing``.
     RuntimeError
-        ``device="gpu"`` where no GPU is usable.
+        ``device="gpu"`` where no GPU is usable or the GPU failed the parity probe.
 
     Examples
     --------
@@ -326,7 +340,7 @@ def fingerprint_device(
     Raises
     ------
     RuntimeError
-        No usable GPU.
+        No usable GPU, or a GPU that failed the parity probe (`resolve_device`).
     TypeError
         Arrays of the wrong dtype, or a document that is not a str.
     ValueError
@@ -345,6 +359,9 @@ def fingerprint_device(
     documents = _missing.resolve(documents, on_missing)
     cupy = _backend.require_gpu()
     from gpusimhash import _gpu
+    from gpusimhash._gpu import probe
+
+    probe.require(("fingerprint",))
 
     if is_arrow_text(documents):
         documents = Utf8Texts.from_arrow(documents)

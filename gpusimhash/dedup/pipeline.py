@@ -169,7 +169,7 @@ def run(
     states = source.states()  # read more than once: no pipe, checked after the last read
     limit = options.threshold(settings.bits)
     checked = None if options.against is None else Against.open(options.against, settings)
-    device = resolve_device(options.device)
+    device = resolve_device(options.device, uses=("fingerprint", "join"))
     out_dir.mkdir(parents=True, exist_ok=True)
     timer = StageTimer(progress)
     start = time.perf_counter()

@@ -169,7 +169,7 @@ def fingerprint_part(path: Path, settings: FingerprintSettings, read: ReadOption
         A problem with the file (names file, line and field).
     """
     state = FileState.of(path)
-    device = resolve_device(read.device)
+    device = resolve_device(read.device, uses=("fingerprint",))
     codes, lengths, scores, features = [], [], [], []
     for batch in read.batches(path, records=read.score_field is not None):
         first_row = int(batch.rows[0]) if len(batch) else 0

@@ -252,15 +252,20 @@ class SimHashIndex:
     def _resolve_device(self, device: str) -> str:
         device = _validate.device(device)
         if device == "auto":
-            usable = self._kind in _GPU_KINDS and _backend.gpu_available()
-            return "gpu" if usable else "cpu"
+            if self._kind not in _GPU_KINDS or not _backend.gpu_available():
+                return "cpu"
+            from gpusimhash._gpu import probe
+
+            return "gpu" if probe.trusted(("knn",)) else "cpu"
         if device == "gpu":
             if self._kind not in _GPU_KINDS:
                 raise ValueError(
                     f"device='gpu' searches exactly, as kinds {_GPU_KINDS} do; "
                     f"kind {self._kind!r} is approximate"
                 )
-            _backend.require_gpu()
+            from gpusimhash._gpu import probe
+
+            probe.require(("knn",))
         return device
 
     @property

@@ -287,8 +287,11 @@ def near_duplicate_components(
 def _on_gpu(codes: object, device: str) -> bool:
     """Whether the join runs on the GPU: ``device`` or, for ``"auto"``, where `codes` are."""
     device = _validate.device(device)
-    if device == "auto":
-        return _backend.is_device_array(codes)
+    if device == "cpu" or (device == "auto" and not _backend.is_device_array(codes)):
+        return False
+    from gpusimhash._gpu import probe
+
     if device == "gpu":
-        _backend.require_gpu()
-    return device == "gpu"
+        probe.require(("join",))
+        return True
+    return probe.trusted(("join",))

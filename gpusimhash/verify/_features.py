@@ -231,7 +231,7 @@ class DocumentFeatures:
         ([0.5, nan], [0.3333333333333333, nan])
         """
         pairs = check_pairs(pairs, self.n_docs)
-        compare = self.comparer(resolve_device(device))
+        compare = self.comparer(resolve_device(device, uses=("verify",)))
         cosine, jaccard, weighted = compare(
             np.ascontiguousarray(pairs[:, 0]), np.ascontiguousarray(pairs[:, 1])
         )

@@ -202,7 +202,7 @@ def verified_near_duplicates(
         )
     else:
         radius = min(check_radius(max_distance), bits)
-    engine = resolve_device(device)
+    engine = resolve_device(device, uses=("fingerprint", "verify"))
     featurizer = TextFeaturizer() if featurizer is None else featurizer
     batch = featurize(documents, featurizer)
     features = DocumentFeatures.from_batch(batch)

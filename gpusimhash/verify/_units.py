@@ -219,7 +219,7 @@ def verify_candidates(
     featured = np.unique(unit[rows[features.sizes > 0]])
     local = np.searchsorted(rows, representative[featured])
     unit_code = groups.inverse[representative[featured]]
-    compare = features.comparer(resolve_device(device))
+    compare = features.comparer(resolve_device(device, uses=("verify",)))
     column = 0 if measure == "cosine" else 1
     found_pairs, found_similarity, n_candidates = [], [], 0
     for left, right in _unit_candidates(unit_code, groups, chunk_pairs):

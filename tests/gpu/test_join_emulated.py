@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from gpusimhash import SimHashIndex, _backend, near_duplicate_groups, near_duplicates
 from gpusimhash._gpu import join as gpu_join
 from gpusimhash._gpu import knn as gpu_knn
+from gpusimhash._gpu import probe
 from gpusimhash._gpu.join import (
     DeviceJoin,
     JoinSettings,
@@ -251,12 +252,17 @@ class EmulatedGpu:
 
 @pytest.fixture
 def emulated_gpu(monkeypatch: pytest.MonkeyPatch, emulated_kernels: ctypes.CDLL) -> EmulatedGpu:
-    """Run the CuPy layer on NumPy and the emulated kernels, tiny sizes (every path)."""
+    """Run the CuPy layer on NumPy and the emulated kernels, tiny sizes (every path).
+
+    The parity probe is skipped: it would set up CuPy's launcher (test_probe_emulated.py
+    drives it on the emulated kernels).
+    """
     launcher = emulator.EmulatedLauncher(emulated_kernels, threads_per_block=64, max_blocks=3)
     gpu = EmulatedGpu(
         DeviceJoin(np, launcher, JoinSettings(**TINY)),
         DeviceKnn(np, launcher, KnnSettings(chunk=32, query_tile=3)),
     )
+    monkeypatch.setenv(probe.SKIP_VARIABLE, "1")
     monkeypatch.setattr(_backend, "require_gpu", lambda: np)
     monkeypatch.setattr(gpu_join, "device_join", lambda: gpu.join)
     monkeypatch.setattr(gpu_knn, "device_knn", lambda: gpu.knn)

@@ -14,6 +14,7 @@ import ctypes
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -208,3 +209,84 @@ class EmulatedStaging:
             for slot, pending in list(self.in_flight.items()):
                 if pending.number <= event.number:
                     del self.in_flight[slot]
+
+
+def probe_device(launcher: EmulatedLauncher | Any) -> Any:
+    """``gpusimhash._gpu.probe_cases.Device`` on NumPy: every kernel through ``launcher``.
+
+    Fingerprints go through ``pipeline.Pipeline`` on an ``EmulatedStaging``, in jobs of at most
+    65,536 entries or code points (several per probe input), as the CuPy layer runs them.
+    """
+    from gpusimhash._gpu import pipeline, probe_cases
+
+    tables = load_tables()
+    engine = Engine(np, launcher, (tables.word.astype(np.uint8), tables.lower.astype(np.uint32)))
+    runner = pipeline.Pipeline(EmulatedStaging())
+    budget = 1 << 16
+
+    def fingerprint(kind: str, batch: Any, featurizer: Any, bits: int, seed: int) -> np.ndarray:
+        if kind == "vectors":
+            jobs = pipeline.feature_jobs(engine, batch, bits=bits, seed=seed, budget=budget)
+        elif kind == "utf8":
+            jobs = pipeline.utf8_jobs(
+                engine, batch, featurizer, bits=bits, seed=seed, budget=budget
+            )
+        else:
+            jobs = pipeline.text_jobs(
+                engine, batch, featurizer, bits=bits, seed=seed, budget=budget
+            )
+        return np.concatenate(runner.run(jobs))
+
+    return probe_cases.Device(np, launcher, fingerprint)
+
+
+class WrongKernel:
+    """A launcher whose kernel ``name`` is wrong: one bit of what it wrote is flipped.
+
+    After each launch of ``name``, the first byte that changed in the last array argument the
+    kernel wrote gets its lowest bit flipped (the kernel's output, for every kernel here).
+    """
+
+    def __init__(self, inner: EmulatedLauncher, name: str) -> None:
+        self.inner = inner
+        self.name = name
+        self.corrupted = 0
+
+    @property
+    def threads_per_block(self) -> int:
+        return self.inner.threads_per_block
+
+    def __call__(self, name: str, n_items: int, args: tuple, *, shared_bytes: int = 0) -> None:
+        if name != self.name:
+            self.inner(name, n_items, args, shared_bytes=shared_bytes)
+            return
+        arrays = [a for a in args if isinstance(a, np.ndarray)]
+        before = [a.reshape(-1).view(np.uint8).copy() for a in arrays]
+        self.inner(name, n_items, args, shared_bytes=shared_bytes)
+        written = [
+            (a.reshape(-1).view(np.uint8), np.flatnonzero(a.reshape(-1).view(np.uint8) != b))
+            for a, b in zip(arrays, before, strict=True)
+        ]
+        written = [(data, changed) for data, changed in written if changed.size]
+        if written:
+            data, changed = written[-1]
+            data[changed[0]] ^= 1
+            self.corrupted += 1
+
+
+class RaisingLauncher:
+    """A launcher that raises ``error`` when kernel ``name`` is launched (a CUDA fault)."""
+
+    def __init__(self, inner: EmulatedLauncher, name: str, error: Exception) -> None:
+        self.inner = inner
+        self.name = name
+        self.error = error
+
+    @property
+    def threads_per_block(self) -> int:
+        return self.inner.threads_per_block
+
+    def __call__(self, name: str, n_items: int, args: tuple, *, shared_bytes: int = 0) -> None:
+        if name == self.name:
+            raise self.error
+        self.inner(name, n_items, args, shared_bytes=shared_bytes)
