@@ -44,6 +44,7 @@ import numpy as np
 from gpusimhash.cluster._documents import Clustering, cluster_documents
 from gpusimhash.dedup import report
 from gpusimhash.dedup.against import Against
+from gpusimhash.dedup.candidates import feature_graph
 from gpusimhash.dedup.options import DedupOptions
 from gpusimhash.dedup.outputs import write_duplicates, write_kept, write_pairs
 from gpusimhash.dedup.results import Clusters, DedupResult, Fingerprints
@@ -183,18 +184,28 @@ def run(
         n = first.codes.shape[0]
         with timer.stage("join", unit="part"):
             has_features = first.has_features
-            estimate = check_budget(
-                first.codes[has_features],
-                limit.radius,
-                force=options.force,
-                budget=options.max_candidate_pairs,
-            )
-            graph = join_with_features(
-                first.codes,
-                has_features,
-                lambda codes: _join(codes, limit.radius, options.recall, device),
-                empty_as_duplicates=options.empty_as_duplicates,
-            )
+            if options.candidate_source(limit, device) == "features":
+                estimate = None
+                rows = np.flatnonzero(has_features)
+                graph = join_with_features(
+                    first.codes,
+                    has_features,
+                    lambda codes: feature_graph(codes, spill.gather(rows, narrow=True), limit),
+                    empty_as_duplicates=options.empty_as_duplicates,
+                )
+            else:
+                estimate = check_budget(
+                    first.codes[has_features],
+                    limit.radius,
+                    force=options.force,
+                    budget=options.max_candidate_pairs,
+                )
+                graph = join_with_features(
+                    first.codes,
+                    has_features,
+                    lambda codes: _join(codes, limit.radius, options.recall, device),
+                    empty_as_duplicates=options.empty_as_duplicates,
+                )
         with timer.stage("verify", unit="part"):
             # every verified pair, only where the ground truth's pair scores or --pairs need them
             every_pair = first.truth is not None or options.pairs
@@ -223,7 +234,7 @@ def run(
             clusters = dataclasses.replace(clusters, kept=kept)
     sample = None
     if options.report:
-        near = clustering.kept_pairs(limit.radius) if limit.verify else _sampled(graph)
+        near = clustering.kept_pairs(graph.max_distance) if limit.verify else _sampled(graph)
         view = report.ClusterView(clusters.labels, clusters.kept_rows, clusters.similarity)
         sample = report.sample_pairs(near, first.codes, settings.seed, clusters=view)
     wanted = set(sample["rows"].tolist()) if sample is not None else set()
@@ -276,7 +287,7 @@ def run(
         first,
         clusters,
         RunCounts(
-            estimated_candidate_pairs=round(estimate),
+            estimated_candidate_pairs=None if estimate is None else round(estimate),
             index_results={} if checked is None else checked.summary(),
             pairs_verified=clustering.pairs_verified,
             near_duplicate_pairs=n_pairs,

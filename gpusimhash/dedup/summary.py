@@ -38,11 +38,15 @@ def settings_summary(
     >>> from gpusimhash.dedup.options import DedupOptions
     >>> options = DedupOptions()
     >>> summary = settings_summary(FingerprintSettings(bits=64), options, options.threshold(64))
-    >>> summary["max_distance"], summary["join"], "device" in summary
-    (21, 'exact', False)
+    >>> summary["candidates"], summary["max_distance"], "device" in summary
+    ('features', None, False)
+    >>> options = DedupOptions(candidates="codes")
+    >>> settings_summary(FingerprintSettings(bits=64), options, options.threshold(64))["max_distance"]
+    21
     """
     featurizer, radius, recall = settings.featurizer, limit.radius, options.recall
     where = {} if device is None else {"device": device}
+    codes = options.candidate_source(limit, device or "cpu") == "codes"
     return {
         "bits": settings.bits,
         "seed": settings.seed,
@@ -50,14 +54,17 @@ def settings_summary(
         "analyzer": featurizer.analyzer,
         "ngram": featurizer.ngram,
         "weighting": featurizer.weighting,
-        "max_distance": radius,
+        "candidates": "codes" if codes else "features",
+        "max_distance": radius if codes else None,
         "join": "exact" if recall is None else f"approximate, recall >= {recall}",
-        "min_estimated_cosine": float(np.cos(np.pi * radius / settings.bits)),
+        "min_estimated_cosine": float(np.cos(np.pi * radius / settings.bits)) if codes else None,
         "verify": limit.verify,
         "similarity": limit.measure,
         "threshold": limit.value,
         "candidate_recall": (
-            options.candidate_recall if limit.verify and options.max_distance is None else None
+            options.candidate_recall
+            if codes and limit.verify and options.max_distance is None
+            else None
         ),
         "cluster": options.cluster,
         "empty_as_duplicates": options.empty_as_duplicates,
@@ -94,8 +101,8 @@ class RunCounts:
 
     Attributes
     ----------
-    estimated_candidate_pairs : int
-        The guard rail's estimate, before the join.
+    estimated_candidate_pairs : int or None
+        The guard rail's estimate, before a join of the codes (None for the features).
     index_results : dict
         What ``--against`` matched (`gpusimhash.dedup.against.Against.summary`), else empty.
     pairs_verified : int
@@ -104,7 +111,7 @@ class RunCounts:
         Document pairs at or above the threshold, where every candidate was verified.
     """
 
-    estimated_candidate_pairs: int
+    estimated_candidate_pairs: int | None
     index_results: dict[str, Any]
     pairs_verified: int
     near_duplicate_pairs: int | None
