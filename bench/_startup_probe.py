@@ -67,6 +67,7 @@ def _timed_compile(original: Any) -> Any:
 dispatcher.Dispatcher.compile = _timed_compile(dispatcher.Dispatcher.compile)
 
 _plots: dict[str, float] = {}
+_plots_cpu: dict[str, float] = {}
 
 
 def _wrap_plots() -> None:
@@ -76,11 +77,12 @@ def _wrap_plots() -> None:
         original = getattr(plots, name)
 
         def timed(*args: Any, _original: Any = original, _name: str = name, **kwargs: Any) -> Any:
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             try:
                 return _original(*args, **kwargs)
             finally:
                 _plots[_name] = _plots.get(_name, 0.0) + time.perf_counter() - start
+                _plots_cpu[_name] = _plots_cpu.get(_name, 0.0) + time.process_time() - cpu
 
         setattr(plots, name, timed)
 
@@ -88,7 +90,7 @@ def _wrap_plots() -> None:
 def main() -> int:
     scenario, result_path, *arguments = sys.argv[1:]
     code = 0
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     if scenario == "dedup":
         _wrap_plots()
         from gpusimhash.cli import main as cli_main
@@ -101,7 +103,7 @@ def main() -> int:
         gpusimhash.fingerprint(texts, bits=64)
     else:
         raise SystemExit(f"unknown scenario {scenario!r}")
-    seconds = time.perf_counter() - start
+    seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu
     try:
         from numba.np.ufunc.parallel import threading_layer
 
@@ -112,9 +114,11 @@ def main() -> int:
         json.dump(
             {
                 "scenario_seconds": round(seconds, 4),
+                "scenario_cpu_seconds": round(cpu_seconds, 4),
                 "since_probe_start_seconds": round(time.perf_counter() - STARTED, 4),
                 "compiles": _records,
                 "plots_seconds": {k: round(v, 4) for k, v in _plots.items()},
+                "plots_cpu_seconds": {k: round(v, 4) for k, v in _plots_cpu.items()},
                 "threading_layer": layer,
                 "exit_code": code,
             },

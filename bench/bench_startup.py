@@ -202,6 +202,7 @@ def totals(rounds: list[dict[str, Any]], scenario: str) -> dict[str, Any]:
         result["specializations_compiled"] = spread(
             [sum(c["source"] == "compiled" for c in run["compiles"]) for run in runs]
         )
+        result["scenario_cpu_s"] = spread([run["scenario_cpu_seconds"] for run in runs])
         result["outside_the_scenario_s"] = spread(
             [run["wall_s"] - run["scenario_seconds"] for run in runs]
         )
@@ -209,6 +210,10 @@ def totals(rounds: list[dict[str, Any]], scenario: str) -> dict[str, Any]:
         result["plots_s"] = {
             name: spread([run["plots_seconds"].get(name, 0.0) for run in runs])
             for name in runs[0]["plots_seconds"]
+        }
+        result["plots_cpu_s"] = {
+            name: spread([run["plots_cpu_seconds"].get(name, 0.0) for run in runs])
+            for name in runs[0]["plots_cpu_seconds"]
         }
     if "summary_timings_s" in runs[0]:
         result["summary_timings_s"] = {
@@ -298,10 +303,14 @@ def main() -> None:
         print("\ndedup warm: report plots (median seconds)")
         print_table(
             [
-                {"plot": k, "seconds": v["median"]}
+                {
+                    "plot": k,
+                    "seconds": v["median"],
+                    "cpu": summary["dedup warm"]["plots_cpu_s"][k]["median"],
+                }
                 for k, v in summary["dedup warm"]["plots_s"].items()
             ],
-            ["plot", "seconds"],
+            ["plot", "seconds", "cpu"],
         )
     target = write_json(
         args.result,
