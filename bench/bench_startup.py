@@ -16,7 +16,12 @@ cache load (per function and signature) and the report's plots. Wall seconds are
 the load average before each process is recorded, and every figure is given as min / median /
 max over the rounds. Prints tables and writes bench/results/startup_cpu.json.
 
-    python bench/bench_startup.py [--rounds 3] [--result startup_cpu.json] [-- DEDUP ARGS...]
+    python bench/bench_startup.py [--rounds 3] [--baseline TREE] [--result startup_cpu.json]
+        [-- DEDUP ARGS...]
+
+``--baseline TREE``: a checkout of another revision (its ``gpusimhash`` folder is put first on
+``PYTHONPATH``); each round then runs every scenario on it too, in turns with this tree, and
+its figures are stored beside this tree's.
 """
 
 from __future__ import annotations
@@ -56,9 +61,12 @@ FINGERPRINT_CODE = (
 )
 
 
+TREE: dict[str, str] = {}  # PYTHONPATH of the revision measured now ({} for this tree)
+
+
 def run_process(command: list[str], cwd: Path, cache: Path) -> dict[str, Any]:
     """Run a command to its end: wall and CPU seconds, load average before, stderr."""
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache)}
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache), **TREE}
     load = os.getloadavg()
     start = time.perf_counter()
     child = subprocess.Popen(
@@ -238,16 +246,44 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--result", default="startup_cpu.json")
+    parser.add_argument("--baseline", type=Path, help="a checkout of another revision")
     parser.add_argument("dedup_args", nargs="*", help="after --: arguments of gpusimhash dedup")
     args = parser.parse_args()
 
-    rounds = []
+    rounds, baseline_rounds = [], []
     with tempfile.TemporaryDirectory(prefix="bench-startup-") as work:
         for number in range(args.rounds):
             print(f"round {number + 1} of {args.rounds}, load {os.getloadavg()}", flush=True)
+            TREE.clear()
             rounds.append(one_round(Path(work), args.dedup_args))
+            if args.baseline is not None:
+                TREE["PYTHONPATH"] = str(args.baseline.resolve())
+                baseline_rounds.append(one_round(Path(work), args.dedup_args))
     scenarios = list(rounds[0])
     summary = {name: totals(rounds, name) for name in scenarios}
+    baseline = None
+    if baseline_rounds:
+        baseline = {
+            "tree": str(args.baseline),
+            "summary": {name: totals(baseline_rounds, name) for name in scenarios},
+            "functions": {
+                name: per_function(baseline_rounds, name)
+                for name in ("dedup cold", "fingerprint cold")
+            },
+            "raw_rounds": baseline_rounds,
+        }
+        print("\nbaseline: wall and CPU seconds, min / median / max")
+        print_table(
+            [
+                {
+                    "scenario": name,
+                    "wall": shown([r[name]["wall_s"] for r in baseline_rounds]),
+                    "cpu": shown([r[name]["cpu_s"] for r in baseline_rounds]),
+                }
+                for name in scenarios
+            ],
+            ["scenario", "wall", "cpu"],
+        )
 
     print("\nseconds, min / median / max over the rounds")
     rows = []
@@ -320,6 +356,7 @@ def main() -> None:
             "summary": summary,
             "functions": functions,
             "raw_rounds": rounds,
+            "baseline": baseline,
         },
     )
     print(f"\nwrote {target}")
