@@ -109,6 +109,7 @@ def feature_join(features: DocumentFeatures, measure: str, value: float) -> Feat
         features.squared_norms,
         code,
         float(value),
+        items=int(features.offsets[-1]),
     )
     order = np.argsort(key, kind="stable")  # by size key: a partner's key bound is a range
     first_partner = np.searchsorted(key[order], least[order], side="left")
@@ -123,8 +124,9 @@ def _join_by_size(
 ) -> FeatureJoin:
     """`feature_join` of documents in size-key order, ``first_partner`` the least partners."""
     offsets = features.offsets
+    entries = int(offsets[-1])
     entry_rank, n_ranks = _frequency_ranks(features.states)
-    ordered = parallel_call(rank_entries, offsets, entry_rank)
+    ordered = parallel_call(rank_entries, offsets, entry_rank, items=entries)
     share, before = parallel_call(
         entry_shares,
         offsets,
@@ -133,8 +135,9 @@ def _join_by_size(
         features.exponents,
         features.squared_norms,
         code,
+        items=entries,
     )
-    starts = parallel_call(tail_starts, offsets, share, before, code, value)
+    starts = parallel_call(tail_starts, offsets, share, before, code, value, items=entries)
     postings = fill_postings(offsets, ordered, starts, entry_rank, share, before, n_ranks)
     ranked = entry_rank[ordered]  # each position's feature rank
     index = (starts, entry_rank, ordered, ranked, share, before, *postings, first_partner)
@@ -169,6 +172,7 @@ def _join_by_size(
             values,
             written,
             compared,
+            items=entries,
         )
         kept = _segments.ranges(np.arange(n_blocks, dtype=np.int64) * room, written)
         earlier.append(left[kept])

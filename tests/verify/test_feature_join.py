@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gpusimhash._cpu import _runtime
 from gpusimhash.features import FeatureBatch
 from gpusimhash.fingerprinting import featurize
 from gpusimhash.verify._feature_join import feature_join
@@ -109,25 +110,28 @@ def test_ties_at_the_threshold_are_found(measure, value, texts):
 
 
 def test_the_pairs_of_real_text_match_brute_force():
-    words = [
-        "fast",
-        "json",
-        "parser",
-        "for",
-        "python",
-        "http",
-        "client",
-        "async",
-        "library",
-        "tools",
-        "plot",
-        "data",
-    ]
-    rng = np.random.default_rng(7)
-    texts = [" ".join(rng.choice(words, rng.integers(1, 9))) for _ in range(300)]
-    features = DocumentFeatures.from_batch(featurize(texts))
+    features = real_text_features()
     for measure, value in (("cosine", 0.8), ("cosine", 0.9), ("jaccard", 0.8)):
         assert_exact(features, measure, value)
+
+
+def test_the_parallel_loops_give_the_serial_twins_pairs(monkeypatch):
+    features = real_text_features()
+    serial = feature_join(features, "cosine", 0.8)
+    monkeypatch.setattr(_runtime, "PARALLEL_MIN_ITEMS", 0)  # every call on the parallel form
+    monkeypatch.setattr(_runtime, "threads", lambda: 2)
+    parallel = feature_join(features, "cosine", 0.8)
+    np.testing.assert_array_equal(parallel.pairs, serial.pairs)
+    np.testing.assert_array_equal(parallel.similarity, serial.similarity)
+    assert parallel.candidates == serial.candidates
+
+
+def real_text_features():
+    """300 short texts over a 12-word vocabulary, many near-copies among them."""
+    words = "fast json parser for python http client async library tools plot data"
+    rng = np.random.default_rng(7)
+    texts = [" ".join(rng.choice(words.split(" "), rng.integers(1, 9))) for _ in range(300)]
+    return DocumentFeatures.from_batch(featurize(texts))
 
 
 def test_featureless_documents_pair_with_no_one():
