@@ -7,7 +7,8 @@ run it alone to see the pages::
     python docs/bench_tables.py bench/results docs/_generated
 
 It writes ``benchmarks.md`` (every file's tables, one section per file) and, for embedding in a
-guide, one ``<file stem>.md`` per file (its tables without a heading).
+guide, one ``<file stem>.md`` per file (its tables without a heading). A file's section is
+labelled ``bench-<stem>`` (see `label`), for links from the guides.
 """
 
 from __future__ import annotations
@@ -315,8 +316,29 @@ def write_pages(results: Path, out: Path) -> list[Path]:
         shown = SHOWN.get(path.name, Results(path.stem.replace("_", " ")))
         body = render_file(path, shown)
         written.append(_write(out / f"{path.stem}.md", body))
-        sections.append(f"## {shown.title}\n\n{body}")
+        sections.append(f"({label(path)})=\n## {shown.title}\n\n{body}")
     return [_write(out / "benchmarks.md", "\n".join(sections)), *written]
+
+
+def label(path: Path) -> str:
+    """Return the cross-reference label of a results file's section in ``benchmarks.md``.
+
+    Parameters
+    ----------
+    path : Path
+        The JSON file.
+
+    Returns
+    -------
+    str
+        ``bench-`` and the file's stem, with ``_`` and ``.`` as ``-``.
+
+    Examples
+    --------
+    >>> label(Path("bench/results/quality_0.8.json"))
+    'bench-quality-0-8'
+    """
+    return "bench-" + path.stem.replace("_", "-").replace(".", "-")
 
 
 def render_file(path: Path, shown: Results) -> str:
