@@ -288,6 +288,8 @@ NOT_SHOWN = {
     "rehousing_join_recheck.json": "compares two development revisions",
 }
 
+_ABSENT = object()  # a key a row does not have (shown as a dash, like null)
+
 # Labels inside the JSON that name settings relative to earlier releases
 _LABEL_PREFIXES = ("old defaults: ", "new defaults: ")
 
@@ -390,19 +392,23 @@ def render_table(document: dict[str, Any], table: Table) -> str:
     Raises
     ------
     KeyError
-        ``table.rows`` does not lead to a value in the document.
+        ``table.rows`` does not lead to a value in the document, or no row has one of the
+        chosen columns. A column no row has a value for (every row null) is left out.
     """
     value: Any = document
     for key in table.rows:
         value = value[key]
     rows = _rows(value, table.explode)
+    missing = [c for c in table.columns if all(_lookup(row, c) is _ABSENT for row in rows)]
+    if missing:
+        raise KeyError(f"{'.'.join(table.rows)}: no row has the column(s) {', '.join(missing)}")
     columns = list(table.columns) or _scalar_keys(rows)
-    columns = [c for c in columns if any(_lookup(row, c) is not None for row in rows)]
+    columns = [c for c in columns if any(_lookup(row, c) not in (None, _ABSENT) for row in rows)]
     lines = [
         "| " + " | ".join(c.rsplit(".", 1)[-1].replace("_", " ") for c in columns) + " |",
         "|" + "---|" * len(columns),
     ]
-    lines += ["| " + " | ".join(cell(_lookup(row, c)) for c in columns) + " |" for row in rows]
+    lines += ["| " + " | ".join(_cell_of(row, c) for c in columns) + " |" for row in rows]
     caption = f"**{table.caption}**\n\n" if table.caption else ""
     return caption + "\n".join(lines)
 
@@ -472,6 +478,12 @@ def cell(value: Any) -> str:
     return text.replace("|", "\\|")
 
 
+def _cell_of(row: dict[str, Any], dotted: str) -> str:
+    """Format a row's value at a dotted key; a key the row lacks is a dash, as null."""
+    value = _lookup(row, dotted)
+    return cell(None if value is _ABSENT else value)
+
+
 def _parameters(document: dict[str, Any]) -> Iterator[tuple[str, Any]]:
     """Top-level scalars (and those of top-level objects) other than the command and machine."""
     for key, value in document.items():
@@ -525,11 +537,11 @@ def _scalar_keys(rows: Sequence[dict[str, Any]]) -> list[str]:
 
 
 def _lookup(row: dict[str, Any], dotted: str) -> Any:
-    """Return the value at a dotted key of a row, or None where the row has none."""
+    """Return the value at a dotted key of a row, or `_ABSENT` where the row has no such key."""
     value: Any = row
     for key in dotted.split("."):
         if not isinstance(value, dict) or key not in value:
-            return None
+            return _ABSENT
         value = value[key]
     return value
 
