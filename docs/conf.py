@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 DOCS = Path(__file__).resolve().parent
 sys.path.insert(0, str(DOCS))
@@ -67,3 +68,17 @@ html_static_path: list[str] = []
 
 # "--option" in the command-line reference stays two hyphens
 smartquotes_action = "qe"
+
+
+def _skip_named_tuple_fields(
+    app: object, what: str, name: str, obj: object, skip: bool, options: object
+) -> bool | None:
+    """Leave out a named tuple's generated field docs: its Attributes section describes them."""
+    if (getattr(obj, "__doc__", None) or "").startswith("Alias for field number"):
+        return True
+    return None
+
+
+def setup(app: Any) -> None:
+    """Connect the hooks above."""
+    app.connect("autodoc-skip-member", _skip_named_tuple_fields)
