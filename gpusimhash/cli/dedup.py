@@ -16,7 +16,7 @@ from gpusimhash.cli import options
 from gpusimhash.cli.distributed import add_cluster_options, uses_cluster
 
 DEFAULT_REPORT_DIR = "gpusimhash-report"
-# chosen by measurement (bench/bench_quality.py, README): with verification, 256 bits need far
+# chosen by measurement (bench/bench_quality.py; docs/dedup.md): with verification, 256 bits need far
 # fewer candidates than 128; an exact cosine of 0.8 reaches removal precision 1.0 at recall 0.978
 # on the bundled sample. The library's own defaults (gpusimhash.verify), restated here so
 # that the command line starts without importing NumPy; a test checks that they agree.

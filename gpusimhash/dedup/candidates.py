@@ -94,7 +94,13 @@ def candidate_source(
     return "features" if usable and device == "cpu" and not explicit else "codes"
 
 
-def feature_graph(codes: np.ndarray, features: DocumentFeatures, limit: Threshold) -> CodeGraph:
+def feature_graph(
+    codes: np.ndarray,
+    features: DocumentFeatures,
+    limit: Threshold,
+    *,
+    max_pairs: int | None = None,
+) -> CodeGraph:
     """Link the distinct codes of which some pair of documents reaches the threshold.
 
     Documents of one code with identical features are joined once, through one of them.
@@ -107,6 +113,8 @@ def feature_graph(codes: np.ndarray, features: DocumentFeatures, limit: Threshol
         Their features (all ``n``), every document with at least one.
     limit : Threshold
         A verified threshold above 0.
+    max_pairs : int, optional
+        Refuse more pairs of documents at the threshold than this (`feature_join`).
 
     Returns
     -------
@@ -126,7 +134,9 @@ def feature_graph(codes: np.ndarray, features: DocumentFeatures, limit: Threshol
     words, inverse = collapse(code_words(codes))
     n_unique = words.shape[0]
     _, representative = feature_units(inverse, features, np.arange(features.n_docs), False)
-    found = feature_join(features.take(representative), limit.measure, limit.value)
+    found = feature_join(
+        features.take(representative), limit.measure, limit.value, max_pairs=max_pairs
+    )
     a = inverse[representative[found.pairs[:, 0]]]
     b = inverse[representative[found.pairs[:, 1]]]
     differ = a != b

@@ -46,10 +46,12 @@ class DedupOptions:
     empty_as_duplicates : bool
         Featureless documents (no word) are duplicates of each other; otherwise each is kept.
     force : bool
-        Join even when the estimated number of candidate pairs is over the budget.
+        Join even when the number of candidate pairs is over the budget.
     max_candidate_pairs : int
-        The budget: most pairs of distinct codes the join may produce without ``force``
-        (estimated from a sample; the join holds about 40 bytes per pair at its peak).
+        The budget, without ``force``: most pairs of distinct codes the codes' join may
+        produce (estimated from a sample before it runs; the join holds about 40 bytes per
+        pair at its peak), or most pairs of documents at the threshold the feature join may
+        find (counted as it runs).
     recall : float, optional
         Use the approximate join (every pair within the radius found with at least this
         probability, none beyond it reported); default: the exact join.

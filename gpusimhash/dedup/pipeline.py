@@ -7,11 +7,15 @@ The stages, each timed by `StageTimer` and recorded in the summary's ``timings_s
    document has features and, where asked for, text lengths, scores and ground-truth labels
    stay in memory. Each batch's merged features go to temporary files
    (`gpusimhash.verify._spill`: 12 bytes per distinct feature and 24 per document).
-2. ``join``: the pairs of distinct codes a radius would produce are estimated from sampled
-   degrees, and a radius over budget is refused unless forced (and one whose pairs cannot fit
-   in the memory available, always); then every pair of distinct codes within the radius
-   (identical codes collapsed, featureless documents left out), exactly or with the
-   approximate join, as an int32 adjacency (`gpusimhash.join.CodeGraph`).
+2. ``join``: the candidate pairs (`gpusimhash.dedup.candidates`), identical codes collapsed
+   and featureless documents left out, as an int32 adjacency of distinct codes
+   (`gpusimhash.join.CodeGraph`). From the features: every pair of documents at or above
+   the threshold, by the exact feature join on the documents' features read back from the
+   spill (more passing pairs than the budget are refused unless forced). From the codes: the
+   pairs of distinct codes the radius would produce are estimated from sampled degrees, and
+   a radius over budget is refused unless forced (and one whose pairs cannot fit in the
+   memory available, always); then every pair of distinct codes within the radius, exactly
+   or with the approximate join.
 3. ``verify``: with verification, the features of the documents in candidate pairs (only
    those) are read back, and the clustering verifies the candidate pairs it needs on them
    (`gpusimhash.cluster._graph`: star clusters, or components, exactly those of
@@ -190,7 +194,12 @@ def run(
                 graph = join_with_features(
                     first.codes,
                     has_features,
-                    lambda codes: feature_graph(codes, spill.gather(rows, narrow=True), limit),
+                    lambda codes: feature_graph(
+                        codes,
+                        spill.gather(rows, narrow=True),
+                        limit,
+                        max_pairs=None if options.force else options.max_candidate_pairs,
+                    ),
                     empty_as_duplicates=options.empty_as_duplicates,
                 )
             else:

@@ -1,7 +1,8 @@
 """``summary.json``: a run's settings, results, timings and files, as one JSON-safe dict.
 
 `run_summary` describes the settings and results, `finish_summary` adds the timings once the
-last stage is done; the keys are documented in the README's "Reading the summary".
+last stage is done; the keys are documented in the dedup guide (``docs/dedup.md``, "Reading the
+output").
 """
 
 from __future__ import annotations

@@ -6,10 +6,14 @@ shares an indexed feature, so it is always a candidate, and every candidate is v
 the same exact similarity as `DocumentFeatures.similarities`. The result is the set of pairs a
 brute-force comparison of every pair would keep, found without comparing most pairs.
 
-Memory: the index holds 4 bytes per indexed feature (its tail entries) and 8 per distinct
-feature; candidates are verified in slices of documents of at most `CHUNK_CANDIDATES`
-candidates, so the peak beyond the features and the index is one slice (12 bytes per
-candidate) and the passing pairs.
+Documents are numbered by their size key first (`size_keys`: the norm or feature count that
+bounds who can pair with whom), so each document probes only the partners its size allows.
+
+Memory: the index holds, per feature entry, its rank, position, share and the share before it
+(24 bytes), and per indexed (tail) entry a posting (20 bytes). Candidates are verified as they
+are found, never stored: the loop writes only passing pairs, into a fixed room per block of
+documents (`PAIRS_PER_BLOCK`, 16 bytes each) that a full block resumes from in the next
+round; the passing pairs are kept (20 bytes each), and ``max_pairs`` bounds them.
 """
 
 from __future__ import annotations
@@ -29,9 +33,10 @@ from gpusimhash._cpu._allpairs_loops import (
 )
 from gpusimhash._cpu._cluster_loops import COSINE, JACCARD
 from gpusimhash._cpu._runtime import parallel_call, threads
+from gpusimhash._memory import check_memory
 from gpusimhash.verify._features import DocumentFeatures
 
-# room for passing pairs per block and call, at least (12 bytes each)
+# room for passing pairs per block and call, at least (16 bytes each)
 PAIRS_PER_BLOCK = 1 << 21
 # interleaved blocks of documents per thread (each block holds 28 bytes per document)
 _BLOCKS_PER_THREAD = 2
@@ -45,8 +50,8 @@ class FeatureJoin:
     Attributes
     ----------
     pairs : ndarray, shape (m, 2), dtype int64
-        Pairs ``(i, j)``, ``i < j``, of documents whose similarity reaches the threshold,
-        sorted by ``j`` then ``i``.
+        Pairs ``(i, j)``, ``i < j``, of documents whose similarity reaches the threshold, in
+        no particular order.
     similarity : ndarray, shape (m,), dtype float64
         The exact similarity of each pair (the measure of the threshold).
     candidates : int
@@ -61,7 +66,9 @@ class FeatureJoin:
     indexed: int
 
 
-def feature_join(features: DocumentFeatures, measure: str, value: float) -> FeatureJoin:
+def feature_join(
+    features: DocumentFeatures, measure: str, value: float, *, max_pairs: int | None = None
+) -> FeatureJoin:
     """Find every pair of documents whose exact similarity reaches the threshold.
 
     Parameters
@@ -73,6 +80,8 @@ def feature_join(features: DocumentFeatures, measure: str, value: float) -> Feat
     value : float
         The threshold, in ``(0, 1]``: at or below 0 a pair sharing no feature would qualify,
         which no feature index finds.
+    max_pairs : int, optional
+        Refuse, as soon as they are found, more passing pairs than this.
 
     Returns
     -------
@@ -81,7 +90,10 @@ def feature_join(features: DocumentFeatures, measure: str, value: float) -> Feat
     Raises
     ------
     ValueError
-        An unknown measure, a threshold outside ``(0, 1]``, or ``2**31`` documents or more.
+        An unknown measure, a threshold outside ``(0, 1]``, ``2**31`` documents or more, or
+        more than ``max_pairs`` pairs.
+    MemoryError
+        Pairs found that the memory available cannot hold.
 
     Examples
     --------
@@ -113,14 +125,18 @@ def feature_join(features: DocumentFeatures, measure: str, value: float) -> Feat
     )
     order = np.argsort(key, kind="stable")  # by size key: a partner's key bound is a range
     first_partner = np.searchsorted(key[order], least[order], side="left")
-    found = _join_by_size(features.take(order), code, float(value), first_partner)
+    found = _join_by_size(features.take(order), code, float(value), first_partner, max_pairs)
     pairs = order[found.pairs]
     pairs.sort(axis=1)
     return FeatureJoin(pairs, found.similarity, found.candidates, found.indexed)
 
 
 def _join_by_size(
-    features: DocumentFeatures, code: int, value: float, first_partner: np.ndarray
+    features: DocumentFeatures,
+    code: int,
+    value: float,
+    first_partner: np.ndarray,
+    max_pairs: int | None,
 ) -> FeatureJoin:
     """`feature_join` of documents in size-key order, ``first_partner`` the least partners."""
     offsets = features.offsets
@@ -179,11 +195,24 @@ def _join_by_size(
         later.append(right[kept])
         similarity.append(values[kept])
         candidates += int(compared.sum())
+        _check_pairs(sum(part.size for part in similarity), max_pairs, code, value)
     indexed = int(postings[1].size)
     if not earlier:
         return FeatureJoin(np.zeros((0, 2), np.int64), np.zeros(0), 0, indexed)
     pairs = np.stack([np.concatenate(earlier), np.concatenate(later)], axis=1)
     return FeatureJoin(pairs.astype(np.int64), np.concatenate(similarity), candidates, indexed)
+
+
+def _check_pairs(found: int, max_pairs: int | None, code: int, value: float) -> None:
+    """Refuse pairs over ``max_pairs``, or more than memory can hold, as the join goes."""
+    measure = "cosine" if code == COSINE else "jaccard"
+    where = f"{found:,} document pairs (and counting) at {measure} {value:g} or above"
+    if max_pairs is not None and found > max_pairs:
+        raise ValueError(
+            f"{where}, over the budget of {max_pairs:,}: raise the threshold or pass --force "
+            "(force=True)"
+        )
+    check_memory(20 * found, f"{where} need")
 
 
 def _frequency_ranks(states: np.ndarray) -> tuple[np.ndarray, int]:

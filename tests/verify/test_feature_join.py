@@ -150,3 +150,13 @@ def test_an_unknown_measure_is_refused():
     features = DocumentFeatures.from_batch(featurize(["a"]))
     with pytest.raises(ValueError, match="measure must be cosine or jaccard"):
         feature_join(features, "weighted_jaccard", 0.5)
+
+
+def test_more_pairs_than_the_budget_are_refused():
+    features = real_text_features()
+    found = feature_join(features, "cosine", 0.8)
+    assert len(found.pairs) > 10
+    with pytest.raises(ValueError, match="document pairs .* over the budget of 10: raise"):
+        feature_join(features, "cosine", 0.8, max_pairs=10)
+    at_budget = feature_join(features, "cosine", 0.8, max_pairs=len(found.pairs))
+    np.testing.assert_array_equal(at_budget.pairs, found.pairs)
