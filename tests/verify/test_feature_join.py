@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from gpusimhash._cpu import _runtime
 from gpusimhash.features import FeatureBatch
 from gpusimhash.fingerprinting import featurize
+from gpusimhash.verify import _feature_join
 from gpusimhash.verify._feature_join import feature_join
 from gpusimhash.verify._features import DocumentFeatures
 
@@ -76,6 +77,21 @@ def test_cosine_is_exact_for_any_weights(features, value):
 @given(features=corpora(), value=THRESHOLDS)
 def test_jaccard_is_exact(features, value):
     assert_exact(features, "jaccard", value)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    features=corpora(),
+    measure=st.sampled_from(["cosine", "jaccard"]),
+    value=THRESHOLDS,
+    window=st.integers(1, 9),
+)
+def test_small_windows_and_full_rooms_change_nothing(features, measure, value, window):
+    # many windows of candidates, and rooms so small that blocks resume: still exact
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_feature_join, "WINDOW_DOCS", window)
+        patch.setattr(_feature_join, "PAIRS_PER_BLOCK", 1)
+        assert_exact(features, measure, value)
 
 
 @settings(max_examples=40, deadline=None)
