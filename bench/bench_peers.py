@@ -384,7 +384,7 @@ def main() -> None:
             "load_average_at_start": load_at_start,
             "peer_versions": versions,
             "tokenization": tokenization,
-            "truth": {m: truths[m + "_record"] for m in ("jaccard", "cosine")},
+            "truth": [truths[m + "_record"] for m in ("jaccard", "cosine")],
             "truth_cross_check": checks,
             "results": rows,
             "cold": cold_rows,

@@ -214,6 +214,34 @@ SHOWN = {
             ),
         ),
     ),
+    "peers_cpu.json": Results(
+        "The whole dedup against MinHash LSH (rensa, datasketch): 100,000 PyPI summaries",
+        (
+            Table(
+                ("results",),
+                (
+                    "tool",
+                    "truth",
+                    "seconds_min",
+                    "seconds_max",
+                    "removed",
+                    "removed_correctly",
+                    "perfect_removals",
+                    "removal_precision",
+                    "removal_recall",
+                    "peak_rss_mib",
+                    "same_kept_every_repeat",
+                ),
+                caption="each tool's whole process, text file to kept list, warm caches",
+            ),
+            Table(
+                ("cold",),
+                caption="gpusimhash's first run on an empty Numba cache (compile seconds inside)",
+            ),
+            Table(("truth",), caption="the exact truth at 0.8 (identical vectors grouped)"),
+            Table(("truth_cross_check",), caption="the truth against brute force"),
+        ),
+    ),
     "dedup_input_cpu.json": Results("dedup's first pass: text read as str or as UTF-8 bytes"),
     "distributed_cpu.json": Results(
         "The whole dedup on Dask: 2,000,000 synthetic documents",
