@@ -27,15 +27,27 @@ THRESHOLD = 0.8
 RENSA_LSH_BANDS = 16  # 8 rows per band: a pair at Jaccard 0.8 collides with probability 0.95
 WORD = re.compile(r"\w+")
 CAPITAL_I_DOT = "\u0130"  # str.lower() maps it to two code points, gpusimhash's table to itself
+CAPITAL_SIGMA = "\u03a3"  # str.lower() gives a final sigma at a word's end, the table always σ
+SMALL_SIGMA = "\u03c3"
 
 
-def words(text: str) -> list[str]:
-    """Distinct lower-cased word tokens of a text, as gpusimhash's default featurizer has them."""
+def tokens(text: str) -> list[str]:
+    """Lower-cased word tokens of a text, in order, as gpusimhash's default featurizer has them.
+
+    gpusimhash lower-cases each code point alone (the simple case mapping); ``str.lower()``
+    differs only where it looks at context or gives two code points, handled first.
+    """
+    text = text.replace(CAPITAL_SIGMA, SMALL_SIGMA)
     if CAPITAL_I_DOT in text:
         lowered = CAPITAL_I_DOT.join(part.lower() for part in text.split(CAPITAL_I_DOT))
     else:
         lowered = text.lower()
-    return list(dict.fromkeys(WORD.findall(lowered)))
+    return WORD.findall(lowered)
+
+
+def words(text: str) -> list[str]:
+    """Distinct lower-cased word tokens of a text, in order of first occurrence."""
+    return list(dict.fromkeys(tokens(text)))
 
 
 def read_lines(path: Path) -> list[str]:
