@@ -282,8 +282,10 @@ def main() -> None:
         stdout = record.pop("stdout")
         summary = {}
         if (out / "summary.json").exists():
-            results = json.loads((out / "summary.json").read_text())["results"]
-            summary = {k: results[k] for k in ("seconds", "compile_seconds")}
+            written = json.loads((out / "summary.json").read_text())
+            results = written["results"]
+            summary = {k: results[k] for k in ("seconds", "compile_seconds", "candidate_pairs")}
+            summary["timings_s"] = written["timings_s"]
         shutil.rmtree(out)
         row = {
             "tool": name,
