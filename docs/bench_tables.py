@@ -56,6 +56,33 @@ class Results:
     tables: tuple[Table, ...] = field(default_factory=tuple)
 
 
+# The tables of bench_peers.py's files (100,000 documents and the whole corpus)
+_PEERS_TABLES = (
+    Table(
+        ("results",),
+        (
+            "tool",
+            "truth",
+            "seconds_min",
+            "seconds_max",
+            "removed",
+            "removed_correctly",
+            "perfect_removals",
+            "removal_precision",
+            "removal_recall",
+            "peak_rss_mib",
+            "same_kept_every_repeat",
+        ),
+        caption="each tool's whole process, text file to kept list, warm caches",
+    ),
+    Table(
+        ("cold",),
+        caption="gpusimhash's first run on an empty Numba cache (compile seconds inside)",
+    ),
+    Table(("truth",), caption="the exact truth at 0.8 (identical vectors grouped)"),
+    Table(("truth_cross_check",), caption="the truth against brute force"),
+)
+
 # Files shown with chosen tables; any other file is shown with every list of objects it holds.
 SHOWN = {
     "fingerprint_cpu.json": Results("Text to codes on the CPU", (Table(("results",)),)),
@@ -213,6 +240,14 @@ SHOWN = {
                 ),
             ),
         ),
+    ),
+    "peers_cpu.json": Results(
+        "The whole dedup against MinHash LSH (rensa, datasketch): 100,000 PyPI summaries",
+        _PEERS_TABLES,
+    ),
+    "peers_cpu_all.json": Results(
+        "The whole dedup against MinHash LSH (rensa, datasketch): the whole PyPI corpus",
+        (_PEERS_TABLES[0], *_PEERS_TABLES[2:]),  # run with --no-cold
     ),
     "dedup_input_cpu.json": Results("dedup's first pass: text read as str or as UTF-8 bytes"),
     "distributed_cpu.json": Results(
