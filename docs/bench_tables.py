@@ -249,6 +249,32 @@ SHOWN = {
         "The whole dedup against MinHash LSH (rensa, datasketch): the whole PyPI corpus",
         (_PEERS_TABLES[0], *_PEERS_TABLES[2:]),  # run with --no-cold
     ),
+    "candidates_cpu.json": Results(
+        "Candidates from the codes' radius join against the exact feature join",
+        (
+            Table(
+                ("results",),
+                (
+                    "corpus",
+                    "units",
+                    "threshold",
+                    "method",
+                    "radius",
+                    "candidates_s",
+                    "verify_s",
+                    "total_s",
+                    "seconds_over_features",
+                    "candidate_pairs",
+                    "pairs",
+                    "recall",
+                    "peak_over_inputs_mb",
+                    "refused_estimated_candidates",
+                    "timed_out_s",
+                ),
+            ),
+            Table(("exactness_checks",), caption="the feature join against brute force"),
+        ),
+    ),
     "dedup_input_cpu.json": Results("dedup's first pass: text read as str or as UTF-8 bytes"),
     "distributed_cpu.json": Results(
         "The whole dedup on Dask: 2,000,000 synthetic documents",

@@ -94,15 +94,15 @@ def add_dedup_command(commands: Any) -> None:
         help="where candidate pairs come from: features (an exact join on the documents' "
         "features: no pair at the threshold is missed), codes (pairs of codes within the "
         "candidate radius), or auto: features when verifying on the CPU without "
-        "--max-distance or --recall, else codes",
+        "--max-distance, --candidate-recall or --recall, else codes",
     )
     verification.add_argument(
         "--candidate-recall",
         type=candidate_recall,
         default=DEFAULT_CANDIDATE_RECALL,
-        help="with candidates from the codes: probability that a pair exactly at the "
-        "threshold becomes a candidate (binomial SimHash model; optimistic for very short "
-        "documents)",
+        help="candidates from the codes at the radius where a pair exactly at the threshold "
+        "becomes a candidate with this probability (binomial SimHash model; optimistic for "
+        "very short documents; default 0.99)",
     )
     verification.add_argument(
         "--cluster",

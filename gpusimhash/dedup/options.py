@@ -35,7 +35,8 @@ class DedupOptions:
         Where candidate pairs come from (`gpusimhash.dedup.candidates`): the exact feature
         join, which misses no pair at the threshold, or the codes within the candidate
         radius. ``auto``: the features when verifying a threshold above 0 on the CPU without
-        ``max_distance`` or ``recall``, else the codes.
+        ``max_distance``, ``recall`` or a ``candidate_recall`` other than the default, else
+        the codes.
     candidate_recall : float
         With candidates from the codes and no ``max_distance``: the probability that a pair
         exactly at the threshold is a candidate (`gpusimhash.candidate_radius`).
@@ -160,6 +161,7 @@ class DedupOptions:
             device,
             max_distance=self.max_distance,
             recall=self.recall,
+            candidate_recall=self.candidate_recall,
         )
 
     @property

@@ -177,7 +177,8 @@ def verified_near_duplicates(
         Where the fingerprints are computed and the candidates compared.
     candidates : {"auto", "features", "codes"}
         Where the candidates come from. ``auto``: the features on the CPU for a threshold
-        above 0 without ``max_distance``, else the codes.
+        above 0 without ``max_distance`` or a ``candidate_recall`` other than the default,
+        else the codes.
 
     Returns
     -------
@@ -212,7 +213,14 @@ def verified_near_duplicates(
     )
     measure, value = limit.measure, limit.value
     engine = resolve_device(device, uses=("fingerprint", "verify"))
-    source = candidate_source(candidates, limit, engine, max_distance=max_distance, recall=None)
+    source = candidate_source(
+        candidates,
+        limit,
+        engine,
+        max_distance=max_distance,
+        recall=None,
+        candidate_recall=candidate_recall,
+    )
     featurizer = TextFeaturizer() if featurizer is None else featurizer
     batch = featurize(documents, featurizer)
     features = DocumentFeatures.from_batch(batch)

@@ -7,7 +7,7 @@
   ``recall``); a pair at the threshold is a candidate with the probability the radius gives.
 
 ``auto`` (the default) takes the features when the threshold is verified, above 0, on the
-CPU and no radius is asked for, and the codes otherwise: on a GPU the exhaustive Hamming join
+CPU and no radius is asked for (a radius, a candidate recall or an approximate join), and the codes otherwise: on a GPU the exhaustive Hamming join
 is cheap, an unverified threshold is on the codes themselves, and an explicit
 ``max_distance`` or ``recall`` asks for the codes' join.
 """
@@ -15,7 +15,7 @@ is cheap, an unverified threshold is on the codes themselves, and an explicit
 from __future__ import annotations
 
 from gpusimhash._choices import CANDIDATE_SOURCES
-from gpusimhash.verify._threshold import Threshold
+from gpusimhash.verify._threshold import DEFAULT_CANDIDATE_RECALL, Threshold
 
 
 def candidate_source(
@@ -25,6 +25,7 @@ def candidate_source(
     *,
     max_distance: int | None,
     recall: float | None,
+    candidate_recall: float = DEFAULT_CANDIDATE_RECALL,
 ) -> str:
     """Resolve ``candidates`` to ``"features"`` or ``"codes"`` (see the module's description).
 
@@ -40,6 +41,8 @@ def candidate_source(
         An explicit candidate radius.
     recall : float, optional
         The approximate join's recall.
+    candidate_recall : float
+        The candidate radius's recall: any other than the default asks for the codes.
 
     Returns
     -------
@@ -49,8 +52,9 @@ def candidate_source(
     Raises
     ------
     ValueError
-        ``"features"`` without verification, with a threshold at or below 0, or with a radius
-        or an approximate join (which only the codes' join has); an unknown source.
+        ``"features"`` without verification, with a threshold at or below 0, or with a radius,
+        a candidate recall or an approximate join (which only the codes' join has); an
+        unknown source.
 
     Examples
     --------
@@ -66,19 +70,23 @@ def candidate_source(
             f"candidates must be one of {', '.join(CANDIDATE_SOURCES)}, got {candidates!r}"
         )
     usable = limit.verify and limit.value > 0.0
+    explicit = (
+        max_distance is not None
+        or recall is not None
+        or candidate_recall != DEFAULT_CANDIDATE_RECALL
+    )
     if candidates == "features":
         if not usable:
             raise ValueError(
                 "candidates='features' needs a verified similarity threshold above 0 "
                 "(not --no-verify, not a cosine at or below 0)"
             )
-        if max_distance is not None or recall is not None:
+        if explicit:
             raise ValueError(
-                "candidates='features' uses no Hamming radius: drop max_distance and recall, "
-                "or use candidates='codes'"
+                "candidates='features' uses no Hamming radius: drop max_distance, recall and "
+                "candidate_recall, or use candidates='codes'"
             )
         return "features"
     if candidates == "codes":
         return "codes"
-    explicit = max_distance is not None or recall is not None
     return "features" if usable and device == "cpu" and not explicit else "codes"

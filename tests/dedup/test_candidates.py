@@ -113,3 +113,16 @@ def test_the_choice_is_a_function_of_the_settings():
     limit = plan_threshold(64, verify=True, min_jaccard=0.5)
     assert candidate_source("auto", limit, "cpu", max_distance=None, recall=None) == "features"
     assert candidate_source("codes", limit, "cpu", max_distance=None, recall=None) == "codes"
+
+
+def test_a_candidate_recall_asks_for_the_codes():
+    limit = plan_threshold(256)
+    assert candidate_source("auto", limit, "cpu", max_distance=None, recall=None) == "features"
+    chosen = candidate_source(
+        "auto", limit, "cpu", max_distance=None, recall=None, candidate_recall=0.5
+    )
+    assert chosen == "codes"
+    with pytest.raises(ValueError, match="drop max_distance, recall and candidate_recall"):
+        candidate_source(
+            "features", limit, "cpu", max_distance=None, recall=None, candidate_recall=0.5
+        )
