@@ -1,20 +1,28 @@
-"""The join stage of a distributed deduplication: identical codes collapsed, then the tables.
+"""The join stage of a distributed deduplication: identical codes collapsed, then the join.
 
 `JoinStage._join` shuffles (row, code) of every featured document by code to the collapse
-tasks, then (row, code) of every distinct code by each pigeonhole table's block key to the
-table tasks (`gpusimhash.distributed._tables`); a crowded bucket is joined apart, by share tasks
-(`JoinStage._split_crowded`). It leaves futures: the collapse tasks' members and every task's
-candidate pairs of distinct codes.
+tasks, then chooses the join from a sample of the distinct codes by the single machine's cost
+model (`gpusimhash.distributed._join_plan`), warning first when it is far costlier than the
+single machine's. The pigeonhole tables (small radii) shuffle (row, code) of every distinct
+code by each table's block key to the table tasks (`gpusimhash.distributed._tables`), a
+crowded bucket joined apart, by share tasks (`JoinStage._split_crowded`); the tiled exhaustive
+join (large radii, few codes) shuffles them into pieces, one task per pair of pieces
+(`gpusimhash.distributed._tiles`). Both leave the same futures: the collapse tasks' members
+and every task's candidate pairs of distinct codes, each pair once.
 """
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
 
+from gpusimhash.distributed import _join_plan as join_plan
 from gpusimhash.distributed import _partitions as partitions
 from gpusimhash.distributed import _tables as tables
+from gpusimhash.distributed import _tiles as tiles
+from gpusimhash.distributed._join_plan import JoinPlan, choose_join
 from gpusimhash.distributed._run import RunState, nbytes, piece
 
 __all__ = ["JoinStage"]
@@ -24,13 +32,22 @@ __all__ = ["JoinStage"]
 # 2 local workers), so 1B documents make 63 tasks (3 to 4 s of scheduler time per shuffle),
 # while a task holds at most 16M codes (384 MB of rows and codes at 128 bits)
 TASK_DOCUMENTS = 16_000_000
+# what a run of the tiled join reports of the tables
+_NO_TABLES = {
+    "tables": 0,
+    "blocks": [],
+    "table_bytes": 0,
+    "crowded_buckets": 0,
+    "split_buckets": 0,
+    "share_tasks": 0,
+}
 
 
 class JoinStage(RunState):
-    """Collapse identical codes and join the pigeonhole tables (a mixin of the run)."""
+    """Collapse identical codes and join them, by tables or tiles (a mixin of the run)."""
 
     def _join(self) -> dict[str, Any]:
-        """Collapse identical codes and join every table; keep the futures of the pairs.
+        """Collapse identical codes, choose the join and run it; keep the futures of the pairs.
 
         Every future of an intermediate result is dropped as soon as the tasks that use it are
         submitted (its size first asked for), so that each worker lets it go once used.
@@ -70,13 +87,80 @@ class JoinStage(RunState):
         del split
         # what the clustering gathers besides the pairs, ready by the time they are
         self.members = [client.submit(_members, c) for c in collapsed]
-        distinct = [client.submit(_distinct, c) for c in collapsed]
+        chosen = self._plan_join(collapsed)
+        if chosen.method == "tiles":
+            stats = self._join_tiles(collapsed, chosen.pieces)
+        else:
+            stats = self._join_tables(collapsed)
+        del collapsed
+        self.featureless = np.concatenate([np.zeros(0, np.int64), *client.gather(featureless)])
+        return {
+            **stats,
+            "collapse_bytes": sum(client.gather(collapse_bytes)),
+            "distinct_codes": chosen.distinct_codes,
+            "join": chosen.summary(),
+        }
+
+    def _plan_join(self, collapsed: list[Any]) -> JoinPlan:
+        """Choose the join from a sample of the distinct codes; warn before a costly one."""
+        client, bits = self.client, self.settings.bits
+        samples = client.gather(
+            [client.submit(join_plan.code_sample, c, join_plan.SAMPLE_CODES) for c in collapsed]
+        )
+        n, sample = join_plan.merge_samples(samples, join_plan.SAMPLE_CODES, -(-bits // 64))
+        chosen = choose_join(sample, n, bits, self.limit.radius, self.n_workers, self.n_tasks)
+        message = chosen.warning()
+        if message is not None:
+            warnings.warn(message, join_plan.JoinWorkWarning, stacklevel=5)
+        return chosen
+
+    def _join_tiles(self, collapsed: list[Any], pieces: int) -> dict[str, Any]:
+        """Join every pair of pieces of the distinct codes (`gpusimhash.distributed._tiles`)."""
+        client, bits, radius = self.client, self.settings.bits, self.limit.radius
+        split = [
+            client.submit(tiles.tile_pieces, c, pieces, key=self.key("tile-split", b))
+            for b, c in enumerate(collapsed)
+        ]
+        tile_bytes = [client.submit(nbytes, s) for s in split]
+        gathered = [
+            client.submit(
+                tiles.gather_piece,
+                [
+                    client.submit(piece, s, i, key=self.key("tile-part", i, b))
+                    for b, s in enumerate(split)
+                ],
+                -(-bits // 64),
+                key=self.key("tile-piece", i),
+            )
+            for i in range(pieces)
+        ]
+        del split
+        self.candidates = [
+            client.submit(
+                tiles.join_tile,
+                gathered[i],
+                None if i == j else gathered[j],
+                bits,
+                radius,
+                key=self.key("tile", i, j),
+            )
+            for i in range(pieces)
+            for j in range(i, pieces)
+        ]
+        return {
+            **_NO_TABLES,
+            "tile_tasks": len(self.candidates),
+            "tile_bytes": sum(client.gather(tile_bytes)),
+        }
+
+    def _join_tables(self, collapsed: list[Any]) -> dict[str, Any]:
+        """Route the distinct codes to the pigeonhole tables and join each table's buckets."""
+        client, bits, n_tasks = self.client, self.settings.bits, self.n_tasks
         blocks = tables.pigeonhole_blocks(bits, self.limit.radius)
         pieces = [
             client.submit(tables.table_pieces, c, blocks, n_tasks, key=self.key("table-split", b))
             for b, c in enumerate(collapsed)
         ]
-        del collapsed
         table_bytes = [client.submit(nbytes, p) for p in pieces]
         # each table task's join submitted right after its sort: a worker joins a task's
         # sorted codes before it sorts the next ones
@@ -110,14 +194,13 @@ class JoinStage(RunState):
                 )
         del pieces
         crowded = self._split_crowded(sorted_codes, blocks)
-        self.featureless = np.concatenate([np.zeros(0, np.int64), *client.gather(featureless)])
         return {
             **crowded,
-            "collapse_bytes": sum(client.gather(collapse_bytes)),
             "table_bytes": sum(client.gather(table_bytes)),
             "tables": len(blocks),
             "blocks": [list(b) for b in blocks],
-            "distinct_codes": sum(client.gather(distinct)),
+            "tile_tasks": 0,
+            "tile_bytes": 0,
         }
 
     def _split_crowded(
@@ -173,11 +256,6 @@ class JoinStage(RunState):
             "split_buckets": sum(len(shares) > 1 for shares in found.values()),
             "share_tasks": sum(map(len, found.values())),
         }
-
-
-def _distinct(collapsed: tables.Collapsed) -> int:
-    """Return a collapse task's number of distinct codes (a task)."""
-    return int(collapsed.rows.size)
 
 
 def _members(collapsed: tables.Collapsed) -> np.ndarray:
