@@ -54,7 +54,7 @@ _SUB_CODE_SECONDS = 0.1e-6  # per code per sub-block of a table: its key and sor
 _SUB_PAIR_SECONDS = 5e-9  # per pair sharing a sub-block key, per sub-block it is checked on
 _SHIP_CODE_SECONDS = 0.05e-6  # per code per tile it is shipped to
 _WARN_RATIO = 4.0  # a join estimated at more than this times the single machine's warns
-_WARN_SECONDS = 10.0  # ... when it is estimated at more than this too
+_WARN_SECONDS = 60.0  # ... when it is estimated at more than this above it too
 
 
 class JoinWorkWarning(UserWarning):
@@ -77,7 +77,7 @@ class JoinPlan:
     distinct_codes : int
         Distinct codes joined.
     pieces : int
-        With ``"tiles"``, the pieces of the codes (`gpusimhash.distributed._tiles.tile_count`).
+        The pieces of the codes in the tiles (`gpusimhash.distributed._tiles.tile_count`).
 
     Examples
     --------
@@ -100,11 +100,11 @@ class JoinPlan:
     def warning(self) -> str | None:
         """Return what to tell before a join far above the single machine's, or None.
 
-        Far above: more than four times the single machine's estimate, and more than ten
-        seconds of one core.
+        Far above: more than four times the single machine's estimate, and more than a minute
+        of one core above it.
         """
         single = self.single_machine.seconds
-        if self.seconds <= max(_WARN_RATIO * single, _WARN_SECONDS):
+        if self.seconds <= max(_WARN_RATIO * single, single + _WARN_SECONDS):
             return None
         return (
             f"the cluster's join ({self.method}) over {self.distinct_codes:,} distinct codes is "
@@ -122,7 +122,7 @@ class JoinPlan:
                 "method": self.single_machine.method,
                 "estimate_s": round(self.single_machine.seconds, 3),
             },
-            "pieces": self.pieces,
+            "pieces": self.pieces if self.method == "tiles" else 0,
         }
 
 
@@ -221,7 +221,7 @@ def choose_join(
         "tiles": _tiles_seconds(n, sample.shape[1], pieces, shuffle_tasks),
     }
     method = min(METHODS, key=lambda m: (estimates[m], m))
-    return JoinPlan(method, estimates, single, n, pieces if method == "tiles" else 0)
+    return JoinPlan(method, estimates, single, n, pieces)
 
 
 def _tiles_seconds(n: int, n_words: int, pieces: int, shuffle_tasks: int) -> float:
