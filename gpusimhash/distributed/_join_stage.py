@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from gpusimhash.distributed import _features as features
 from gpusimhash.distributed import _join_plan as join_plan
 from gpusimhash.distributed import _partitions as partitions
 from gpusimhash.distributed import _tables as tables
@@ -32,7 +33,9 @@ __all__ = ["JoinStage"]
 # 2 local workers), so 1B documents make 63 tasks (3 to 4 s of scheduler time per shuffle),
 # while a task holds at most 16M codes (384 MB of rows and codes at 128 bits)
 TASK_DOCUMENTS = 16_000_000
-# what a run of the tiled join reports of the tables
+# feature shares per worker: a worker slowed by other jobs leaves its second share to another
+_SHARES_PER_WORKER = 2
+# what a run of the tiled join (or the feature join) reports of the tables
 _NO_TABLES = {
     "tables": 0,
     "blocks": [],
@@ -87,18 +90,90 @@ class JoinStage(RunState):
         del split
         # what the clustering gathers besides the pairs, ready by the time they are
         self.members = [client.submit(_members, c) for c in collapsed]
-        chosen = self._plan_join(collapsed)
-        if chosen.method == "tiles":
-            stats = self._join_tiles(collapsed, chosen.pieces)
+        if self.source == "features":
+            del collapsed  # the members hold what the clustering needs of them
+            stats = self._join_features()
         else:
-            stats = self._join_tables(collapsed)
-        del collapsed
+            chosen = self._plan_join(collapsed)
+            if chosen.method == "tiles":
+                stats = self._join_tiles(collapsed, chosen.pieces)
+            else:
+                stats = self._join_tables(collapsed)
+            del collapsed
+            stats |= {
+                "distinct_codes": chosen.distinct_codes,
+                "join": chosen.summary(),
+                "feature_bytes": 0,
+            }
         self.featureless = np.concatenate([np.zeros(0, np.int64), *client.gather(featureless)])
+        return {**stats, "collapse_bytes": sum(client.gather(collapse_bytes))}
+
+    def _join_features(self) -> dict[str, Any]:
+        """Join on the features, as one machine: one index, probed in shares on the workers.
+
+        `gpusimhash.distributed._features`: the shares are spread over the workers (each
+        fetches the index once), their pairs of codes shuffled to the tasks that keep each
+        once; more passing pairs of documents than the budget are refused, as on one machine.
+        """
+        client, n_tasks, options = self.client, self.n_tasks, self.options
+        featured = [
+            client.submit(
+                features.featured_documents,
+                part,
+                int(self.offsets[p]),
+                key=self.key("featured", p),
+            )
+            for p, part in enumerate(self.parts)
+        ]
+        sent = [client.submit(features.featured_bytes, f) for f in featured]
+        shares = _SHARES_PER_WORKER * self.n_workers
+        indexed = client.submit(
+            features.index_documents, featured, self.limit, shares, key=self.key("feature-index")
+        )
+        del featured
+        budget = None if options.force else options.max_candidate_pairs
+        workers = sorted(client.scheduler_info().get("workers", {}))
+        found = [
+            client.submit(
+                features.probe_share,
+                indexed,
+                s,
+                shares,
+                budget,
+                key=self.key("feature-share", s),
+                workers=[workers[s % len(workers)]] if workers else None,
+                allow_other_workers=True,
+            )
+            for s in range(shares)
+        ]
+        summary = client.submit(features.index_summary, indexed)
+        del indexed
+        routed = [client.submit(features.route_pairs, f, n_tasks) for f in found]
+        self.candidates = [
+            client.submit(
+                features.distinct_pairs,
+                [client.submit(piece, r, j) for r in routed],
+                key=self.key("feature-pairs", j),
+            )
+            for j in range(n_tasks)
+        ]
+        passing = sum(client.gather([client.submit(piece, f, 1) for f in found]))
+        del found, routed
+        features.check_passing(passing, self.limit, budget)
+        distinct, documents, entries = client.gather(summary)
         return {
-            **stats,
-            "collapse_bytes": sum(client.gather(collapse_bytes)),
-            "distinct_codes": chosen.distinct_codes,
-            "join": chosen.summary(),
+            **_NO_TABLES,
+            "tile_tasks": 0,
+            "tile_bytes": 0,
+            "feature_bytes": sum(client.gather(sent)),
+            "distinct_codes": distinct,
+            "join": {
+                "method": "features",
+                "shares": shares,
+                "indexed_documents": documents,
+                "indexed_entries": entries,
+                "passing_document_pairs": passing,
+            },
         }
 
     def _plan_join(self, collapsed: list[Any]) -> JoinPlan:

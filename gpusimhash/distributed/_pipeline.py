@@ -52,7 +52,7 @@ from gpusimhash.distributed import _partitions as partitions
 from gpusimhash.distributed._cluster_stage import ClusterStage
 from gpusimhash.distributed._join_stage import JoinStage
 from gpusimhash.distributed._write_stage import WriteStage
-from gpusimhash.fingerprinting import FingerprintSettings
+from gpusimhash.fingerprinting import FingerprintSettings, resolve_device
 from gpusimhash.io.inputs import STDIN, input_files
 from gpusimhash.io.sources import has_id_field
 from gpusimhash.io.writers import write_json
@@ -203,6 +203,9 @@ class _Run(JoinStage, ClusterStage, WriteStage):
         self.token = uuid.uuid4().hex[:10]
         options, settings = self.options, self.settings
         self.limit = options.threshold(settings.bits)
+        self.source = options.candidate_source(
+            self.limit, resolve_device(options.device, uses=("fingerprint", "join"))
+        )
         timings: dict[str, float] = {}
         start = time.perf_counter()
         self.out_dir.mkdir(parents=True, exist_ok=True)
@@ -266,6 +269,9 @@ class _Run(JoinStage, ClusterStage, WriteStage):
         )
         below = int(np.sum(~(to_kept >= limit.value)))
         n_tables = stats["tables"]
+        # as one machine: featureless documents share one code, or each has its own
+        empty = self.featureless.size
+        empty_codes = min(empty, 1) if self.options.empty_as_duplicates else empty
         return {
             "input": [str(p) for p in self.paths],
             "settings": settings_summary(settings, self.options, limit),
@@ -277,7 +283,7 @@ class _Run(JoinStage, ClusterStage, WriteStage):
                     largest_cluster=int(sizes.max()) if sizes.size else (1 if n else 0),
                     lowest_similarity=float(np.nanmin(to_kept)) if to_kept.size else None,
                     below_threshold=below,
-                    distinct_codes=stats["distinct_codes"],
+                    distinct_codes=stats["distinct_codes"] + empty_codes,
                 ),
                 "candidate_code_pairs": stats["candidate_code_pairs"],
                 "pairs_verified": stats["pairs_verified"],
@@ -306,6 +312,7 @@ class _Run(JoinStage, ClusterStage, WriteStage):
                 "join": stats["join"],
                 "tile_tasks": stats["tile_tasks"],
                 "tile_shuffle_bytes": stats["tile_bytes"],
+                "feature_shuffle_bytes": stats["feature_bytes"],
             },
             "timings_s": {k: round(v, 4) for k, v in timings.items()},
             "files": files,

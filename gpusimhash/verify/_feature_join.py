@@ -44,6 +44,7 @@ WINDOW_DOCS = 1 << 15
 # interleaved blocks of documents per thread (each block holds 28 bytes per document)
 _BLOCKS_PER_THREAD = 2
 _MEASURES = {"cosine": COSINE, "jaccard": JACCARD}
+_NAMES = {code: name for name, code in _MEASURES.items()}
 
 
 @dataclass(frozen=True)
@@ -340,7 +341,7 @@ def _probe_by_size(
             later.append(right[kept])
             similarity.append(values[kept])
             candidates += int(compared.sum())
-            _check_pairs(sum(part.size for part in similarity), max_pairs, code, value)
+            check_pairs(sum(part.size for part in similarity), max_pairs, _NAMES[code], value)
     if not earlier:
         return FeatureJoin(np.zeros((0, 2), np.int64), np.zeros(0), 0, index.indexed)
     pairs = np.stack([np.concatenate(earlier), np.concatenate(later)], axis=1)
@@ -349,9 +350,25 @@ def _probe_by_size(
     )
 
 
-def _check_pairs(found: int, max_pairs: int | None, code: int, value: float) -> None:
-    """Refuse pairs over ``max_pairs``, or more than memory can hold, as the join goes."""
-    measure = "cosine" if code == COSINE else "jaccard"
+def check_pairs(found: int, max_pairs: int | None, measure: str, value: float) -> None:
+    """Refuse pairs over ``max_pairs``, or more than memory can hold, as the join goes.
+
+    Parameters
+    ----------
+    found : int
+        Passing pairs found so far.
+    max_pairs : int, optional
+        The budget.
+    measure : {"cosine", "jaccard"}
+        The threshold's measure, and ``value`` its value (for the message).
+
+    Raises
+    ------
+    ValueError
+        More pairs than ``max_pairs``.
+    MemoryError
+        More than the memory available can hold (20 bytes each).
+    """
     where = f"{found:,} document pairs (and counting) at {measure} {value:g} or above"
     if max_pairs is not None and found > max_pairs:
         raise ValueError(
