@@ -158,7 +158,9 @@ RUNS = [
     (2, 7, {**FAST, "min_jaccard": 0.6, "empty_as_duplicates": True}, "tiles"),
     (2, 4, {**FAST, "output_format": "parquet"}, "tables"),
     (2, 7, {"max_distance": 12}, "tables"),  # 256 bits, ids from the "id" field: not named
-    (2, 4, {"min_cosine": 0.8}, "auto"),  # the defaults: radius 68, the tiles
+    (2, 4, {"min_cosine": 0.8}, "features"),  # the defaults: the feature join
+    (2, 4, {"min_cosine": 0.8, "candidates": "codes"}, "auto"),  # radius 68: the tiles
+    (1, 7, {"min_jaccard": 0.6, "keep": "longest"}, "features"),
     (1, 4, FAST, "tables"),
     (1, 7, FAST, "tiles"),
 ]
@@ -169,8 +171,8 @@ def test_same_result_as_one_machine(
     corpus, cluster, tmp_path, monkeypatch, force_join, n_workers, n_parts, options, join
 ):
     root, layouts = corpus
-    if join == "auto":
-        monkeypatch.undo()  # the planner's choice
+    if join in ("auto", "features"):
+        monkeypatch.undo()  # the planner's choice, or no plan (the features)
     else:
         force_join(join)
     with _client_with(cluster, n_workers) as client:
@@ -178,12 +180,13 @@ def test_same_result_as_one_machine(
         result = dedup(layouts[n_parts], tmp_path, client=client, **options)
     spread = result.summary["distributed"]
     assert spread["join"]["method"] == ("tiles" if join == "auto" else join)
+    assert (spread["feature_shuffle_bytes"] > 0) == (join == "features")
     assert (spread["tables"] > 0) == (spread["join"]["method"] == "tables")
     assert (spread["tile_tasks"] > 0) == (spread["join"]["method"] == "tiles")
     single = _assert_same(root, tmp_path, options)
     np.testing.assert_array_equal(result.removed, np.flatnonzero(~single.kept))
     same = ("documents", "kept", "removed", "clusters", "largest_cluster", "candidate_code_pairs")
-    for name in same:
+    for name in (*same, "distinct_codes"):
         assert result.summary["results"][name] == single.summary["results"][name], name
     assert result.summary["results"]["removed"] > 50
     assert result.summary["cluster_sizes"] == single.summary["cluster_sizes"]

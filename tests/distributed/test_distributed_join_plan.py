@@ -194,19 +194,34 @@ def _same_files(single, spread):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("n_workers", [1, 2])
-def test_the_defaults_give_the_single_machines_files(default_corpus, tmp_path, n_workers):
+@pytest.mark.parametrize(
+    ("n_workers", "options", "method"),
+    [
+        (1, {}, "features"),  # the defaults: the exact feature join, as one machine
+        (2, {}, "features"),
+        (2, {"candidates": "codes"}, "tiles"),  # radius 68: the tiled exhaustive join
+    ],
+)
+def test_the_defaults_give_the_single_machines_files(
+    default_corpus, tmp_path, n_workers, options, method
+):
     from gpusimhash.dedup.pipeline import dedup_file
     from gpusimhash.distributed import dedup
 
-    single = dedup_file(default_corpus / "all.jsonl", tmp_path / "single", id_field="id")
+    single = dedup_file(default_corpus / "all.jsonl", tmp_path / "single", id_field="id", **options)
     assert single.summary["settings"]["bits"] == DEFAULT_BITS
+    assert single.summary["settings"]["candidates"] == method.replace("tiles", "codes")
     with distributed.Client(
         processes=False, n_workers=n_workers, threads_per_worker=1, dashboard_address=":0"
     ) as client:
-        result = dedup(default_corpus / "parts", tmp_path / "spread", client=client, id_field="id")
+        result = dedup(
+            default_corpus / "parts", tmp_path / "spread", client=client, id_field="id", **options
+        )
     _same_files(tmp_path / "single", tmp_path / "spread")
-    assert result.summary["distributed"]["join"]["method"] == "tiles"
+    assert result.summary["distributed"]["join"]["method"] == method
+    single_only = ("device", "estimated_candidate_pairs")  # what only one machine reports
+    settings = {k: v for k, v in single.summary["settings"].items() if k not in single_only}
+    assert result.summary["settings"] == settings
     for name in ("removed", "clusters", "candidate_code_pairs", "distinct_codes"):
         assert result.summary["results"][name] == single.summary["results"][name], name
     assert result.summary["results"]["removed"] > 100
@@ -234,7 +249,7 @@ def test_a_costly_join_warns_before_it_starts(default_corpus, tmp_path, monkeypa
         ) as client,
     ):
         warnings.simplefilter("always", join_plan.JoinWorkWarning)
-        dedup(default_corpus / "parts", tmp_path, client=client, id_field="id")
+        dedup(default_corpus / "parts", tmp_path, client=client, id_field="id", candidates="codes")
     found = [w for w in caught if issubclass(w.category, join_plan.JoinWorkWarning)]
     assert len(found) == 1
     assert seen == [1]  # warned before the tiles' tasks were submitted
