@@ -25,10 +25,10 @@ Writes ``bench/results/distributed_cpu.json`` (``distributed_cpu_<docs>.json`` f
 With ``--corpus PATH`` (one document per line, gzip or not), it compares instead the cluster
 with one machine on the corpus's first lines, at each of ``--sizes`` and each of ``--settings``
 (``defaults``: 256 bits, verified cosine 0.8, the single machine's candidates, the feature
-join; ``128r3``: 128 bits, radius 3, the codes' join): for each size and setting, in turns,
-`dedup_file` on one JSONL file (its compiled loops on every core), then the distributed dedup
-of the same documents in ``--parts`` JSONL partitions on a process cluster of 1 worker and of
-2 workers (one core each), both clusters started and warmed up once. Records each run's wall
+join; ``128r3``: 128 bits, radius 3, the codes' join): for each worker count (1, then 2; one
+core each), a process cluster is started and warmed up once, then for each size and setting
+`dedup_file` on one JSONL file (its compiled loops on every core) runs right before the
+distributed dedup of the same documents in ``--parts`` JSONL partitions. Records each run's wall
 time, stages, the load average and the cores other jobs used, the cluster's time against one
 machine's, and whether the kept documents and duplicates report are byte-identical:
 
@@ -354,67 +354,36 @@ def _timed(run) -> tuple[float, object, float | None, list[float]]:
 
 
 def compare_on_corpus(args: argparse.Namespace) -> None:
-    """One machine against clusters of 1 and 2 workers, on the corpus's first lines."""
+    """One machine against clusters of 1 and 2 workers, on the corpus's first lines.
+
+    One cluster at a time (several clients in one process share none of their machinery
+    safely): for each worker count, a cluster is started and warmed up, then for each size and
+    setting one machine runs, right before the cluster on the same documents, so that each
+    ratio compares two neighbouring runs.
+    """
     from distributed import Client
 
     lines = load_lines(args.corpus, max(args.sizes))
     warm = write_lines(args.data / "real-warmup", lines[:2000], 2)
+    folders = {
+        size: write_lines(args.data / f"real-{size}-{args.parts}", lines[:size], args.parts)
+        for size in sorted(args.sizes)
+    }
     rows: list[dict] = []
-    with contextlib.ExitStack() as stack:
-        clients = {}
-        for n in args.workers:
-            cluster = stack.enter_context(local_cluster(n, 1, dashboard_address=":0"))
-            clients[n] = stack.enter_context(Client(cluster))
-        for name in args.settings:
-            options = CORPUS_SETTINGS[name]
-            dedup_file(warm / "all.jsonl", args.data / "out-warm" / name, **options)
-            for n, client in clients.items():
+    for n in args.workers:
+        with local_cluster(n, 1, dashboard_address=":0") as cluster, Client(cluster) as client:
+            for name in args.settings:
+                options = CORPUS_SETTINGS[name]
+                dedup_file(warm / "all.jsonl", args.data / "out-warm" / name, **options)
                 dedup(
                     warm / "parts", args.data / "out-warm" / f"{name}-{n}", client=client, **options
                 )
-        for size in sorted(args.sizes):
-            folder = write_lines(args.data / f"real-{size}-{args.parts}", lines[:size], args.parts)
-            for name in args.settings:
-                options = CORPUS_SETTINGS[name]
-                out = args.data / f"out-real-{size}" / name
-                seconds, result, others, load = _timed(
-                    functools.partial(dedup_file, folder / "all.jsonl", out / "single", **options)
-                )
-                single = {
-                    "docs": size,
-                    "settings": name,
-                    "run": "one machine",
-                    "workers": 0,
-                    "seconds": round(seconds, 2),
-                    "timings_s": result.summary["timings_s"],
-                    "results": result.summary["results"],
-                    "candidates": result.summary["settings"]["candidates"],
-                    "load_average_before": load,
-                    "other_jobs_cores": others,
-                }
-                rows.append(single)
-                for n, client in clients.items():
-                    target = out / f"workers{n}"
-                    seconds, spread, others, load = _timed(
-                        functools.partial(dedup, folder / "parts", target, client=client, **options)
+            for size, folder in folders.items():
+                for name in args.settings:
+                    rows += _one_machine_then_cluster(client, n, size, name, folder, args.data)
+                    print(
+                        *(rows[-1][k] for k in ("docs", "settings", "run", "seconds")), flush=True
                     )
-                    rows.append(
-                        {
-                            "docs": size,
-                            "settings": name,
-                            "run": f"{n} worker" + ("s" if n > 1 else ""),
-                            "workers": n,
-                            "seconds": round(seconds, 2),
-                            "timings_s": spread.summary["timings_s"],
-                            "results": spread.summary["results"],
-                            "join": spread.summary["distributed"]["join"],
-                            "load_average_before": load,
-                            "other_jobs_cores": others,
-                            "vs_one_machine": round(single["seconds"] / seconds, 2),
-                            "identical_to_single": same_outputs(out / "single", target),
-                        }
-                    )
-                    print(rows[-1]["docs"], name, rows[-1]["run"], rows[-1]["seconds"], flush=True)
     table = [
         {
             "docs": r["docs"],
@@ -443,6 +412,48 @@ def compare_on_corpus(args: argparse.Namespace) -> None:
         },
     )
     print(f"wrote {path}")
+
+
+def _one_machine_then_cluster(
+    client, n: int, size: int, name: str, folder: Path, data: Path
+) -> list[dict]:
+    """Run one machine, then the cluster of ``n`` workers, on the same documents."""
+    options = CORPUS_SETTINGS[name]
+    out = data / f"out-real-{size}" / name
+    seconds, result, others, load = _timed(
+        functools.partial(dedup_file, folder / "all.jsonl", out / f"single-{n}", **options)
+    )
+    single = {
+        "docs": size,
+        "settings": name,
+        "run": f"one machine (before {n} worker{'s' if n > 1 else ''})",
+        "workers": 0,
+        "seconds": round(seconds, 2),
+        "timings_s": result.summary["timings_s"],
+        "results": result.summary["results"],
+        "candidates": result.summary["settings"]["candidates"],
+        "load_average_before": load,
+        "other_jobs_cores": others,
+    }
+    target = out / f"workers{n}"
+    seconds, spread, others, load = _timed(
+        functools.partial(dedup, folder / "parts", target, client=client, **options)
+    )
+    cluster = {
+        "docs": size,
+        "settings": name,
+        "run": f"{n} worker" + ("s" if n > 1 else ""),
+        "workers": n,
+        "seconds": round(seconds, 2),
+        "timings_s": spread.summary["timings_s"],
+        "results": spread.summary["results"],
+        "join": spread.summary["distributed"]["join"],
+        "load_average_before": load,
+        "other_jobs_cores": others,
+        "vs_one_machine": round(single["seconds"] / seconds, 2),
+        "identical_to_single": same_outputs(out / f"single-{n}", target),
+    }
+    return [single, cluster]
 
 
 def main() -> None:

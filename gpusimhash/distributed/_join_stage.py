@@ -297,7 +297,7 @@ class JoinStage(RunState):
             client.submit(tables.crowded_work, codes): task for task, codes in sorted_codes.items()
         }
         found: dict[tuple[int, int, int], list[Any]] = {}
-        for future, buckets in as_completed(asked, with_results=True):  # type: ignore[no-untyped-call]
+        for future, buckets in as_completed(asked, loop=client.loop, with_results=True):  # type: ignore[no-untyped-call]
             t, j = asked.pop(future)
             for i, (_, seconds) in enumerate(buckets):
                 bucket = client.submit(

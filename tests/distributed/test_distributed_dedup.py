@@ -16,6 +16,7 @@ distributed = pytest.importorskip("distributed")
 
 from gpusimhash.datasets.synth import CorpusSpec, generate
 from gpusimhash.dedup.pipeline import dedup_file
+from gpusimhash.distributed import _components as components
 from gpusimhash.distributed import dedup
 from gpusimhash.io.readers import InputError
 
@@ -43,9 +44,10 @@ RECORDS = _records()
 
 
 @pytest.fixture(autouse=True)
-def tables_unless_told(force_join):
-    """Join by the tables (a test may force another join after)."""
+def tables_unless_told(force_join, monkeypatch):
+    """Join by the tables (a test may force another join after), label by rounds."""
     force_join("tables")
+    monkeypatch.setattr(components, "ONE_TASK_BYTES", -1)
 
 
 def _write(records, path):
@@ -181,6 +183,8 @@ def test_same_result_as_one_machine(
     spread = result.summary["distributed"]
     assert spread["join"]["method"] == ("tiles" if join == "auto" else join)
     assert (spread["feature_shuffle_bytes"] > 0) == (join == "features")
+    # the planner's runs label their small graphs in one task, the others by rounds
+    assert (spread["label_rounds"] == 0) == (join in ("auto", "features"))
     assert (spread["tables"] > 0) == (spread["join"]["method"] == "tables")
     assert (spread["tile_tasks"] > 0) == (spread["join"]["method"] == "tiles")
     single = _assert_same(root, tmp_path, options)
