@@ -11,9 +11,10 @@ is the single machine's. The probing, nearly all of the join's work, is split by
 documents that probe: share ``s`` of ``k`` probes the blocks ``s, s + k, ...`` of the index
 (`probe_share`; `gpusimhash.verify._feature_join.probe_blocks`), each on the index shipped
 once to its worker. Every passing pair of documents is found by exactly one share; each share
-names its pairs by their codes' lowest rows, as the table and tile tasks do, and the pairs are
-shuffled by a hash of the pair (`route_pairs`) to tasks that keep each pair of codes once
-(`distinct_pairs`).
+names its pairs by their codes' lowest rows, as the table and tile tasks do. Where some code
+has two representatives (documents of that code with other features), two shares may find
+one pair of codes, and the pairs are shuffled by a hash of the pair (`route_pairs`) to tasks
+that keep each once (`distinct_pairs`); otherwise each share's pairs are already distinct.
 
 The index holds every featured document's features on one worker (about 100 bytes per feature
 entry, index included), the limit of this join's size.
@@ -70,12 +71,22 @@ class IndexedDocuments:
         Blocks of the index, dealt to the shares in turn.
     distinct_codes : int
         Distinct codes of the featured documents.
+
+    Notes
+    -----
+    With one representative per code, a pair of codes comes from one pair of documents, found
+    by one share: the shares' pairs need no deduplication (`shared_codes`).
     """
 
     index: FeatureIndex
     code_rows: np.ndarray
     n_blocks: int
     distinct_codes: int
+
+    @property
+    def shared_codes(self) -> bool:
+        """Whether some code has two representatives (documents of other features)."""
+        return self.distinct_codes < self.index.n_docs
 
 
 def featured_documents(part: Part, offset: int) -> tuple[np.ndarray, np.ndarray, DocumentFeatures]:
@@ -150,7 +161,7 @@ def probe_share(
     a, b = indexed.code_rows[found.pairs[:, 0]], indexed.code_rows[found.pairs[:, 1]]
     differ = a != b
     pairs = np.stack([np.minimum(a, b)[differ], np.maximum(a, b)[differ]], axis=1)
-    return np.unique(pairs.reshape(-1, 2), axis=0), int(found.pairs.shape[0])
+    return _distinct(pairs), int(found.pairs.shape[0])
 
 
 def featured_bytes(featured: tuple[np.ndarray, np.ndarray, DocumentFeatures]) -> int:
@@ -159,9 +170,14 @@ def featured_bytes(featured: tuple[np.ndarray, np.ndarray, DocumentFeatures]) ->
     return int(rows.nbytes + words.nbytes + features.nbytes)
 
 
-def index_summary(indexed: IndexedDocuments) -> tuple[int, int, int]:
-    """Return the distinct codes, the documents indexed and their indexed entries (a task)."""
-    return indexed.distinct_codes, indexed.index.n_docs, indexed.index.indexed
+def index_summary(indexed: IndexedDocuments) -> tuple[int, int, int, bool]:
+    """Return the distinct codes, the documents indexed, their indexed entries and whether some code has two representatives (a task)."""
+    return (
+        indexed.distinct_codes,
+        indexed.index.n_docs,
+        indexed.index.indexed,
+        indexed.shared_codes,
+    )
 
 
 def route_pairs(found: tuple[np.ndarray, int], n_tasks: int) -> list[np.ndarray]:
@@ -179,8 +195,15 @@ def distinct_pairs(pieces: list[np.ndarray]) -> np.ndarray:
     >>> distinct_pairs([np.array([[1, 5], [2, 3]]), np.array([[1, 5]])]).tolist()
     [[1, 5], [2, 3]]
     """
-    pairs = np.concatenate([np.zeros((0, 2), np.int64), *pieces])
-    return np.unique(pairs, axis=0)
+    return _distinct(np.concatenate([np.zeros((0, 2), np.int64), *pieces]))
+
+
+def _distinct(pairs: np.ndarray) -> np.ndarray:
+    """Return the distinct rows of pairs, by first then second column."""
+    pairs = pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
+    fresh = np.ones(len(pairs), dtype=bool)
+    fresh[1:] = (pairs[1:] != pairs[:-1]).any(axis=1)
+    return pairs[fresh]
 
 
 def check_passing(passing: int, limit: Threshold, max_pairs: int | None) -> None:

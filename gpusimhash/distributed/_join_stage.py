@@ -113,7 +113,7 @@ class JoinStage(RunState):
 
         `gpusimhash.distributed._features`: the shares are spread over the workers (each
         fetches the index once), their pairs of codes shuffled to the tasks that keep each
-        once; more passing pairs of documents than the budget are refused, as on one machine.
+        once where two shares may find one; more passing pairs of documents than the budget are refused, as on one machine.
         """
         client, n_tasks, options = self.client, self.n_tasks, self.options
         featured = [
@@ -148,19 +148,23 @@ class JoinStage(RunState):
         ]
         summary = client.submit(features.index_summary, indexed)
         del indexed
-        routed = [client.submit(features.route_pairs, f, n_tasks) for f in found]
-        self.candidates = [
-            client.submit(
-                features.distinct_pairs,
-                [client.submit(piece, r, j) for r in routed],
-                key=self.key("feature-pairs", j),
-            )
-            for j in range(n_tasks)
-        ]
+        distinct, documents, entries, shared = client.gather(summary)
+        if shared:  # a pair of codes may come from two shares
+            routed = [client.submit(features.route_pairs, f, n_tasks) for f in found]
+            self.candidates = [
+                client.submit(
+                    features.distinct_pairs,
+                    [client.submit(piece, r, j) for r in routed],
+                    key=self.key("feature-pairs", j),
+                )
+                for j in range(n_tasks)
+            ]
+            del routed
+        else:
+            self.candidates = [client.submit(piece, f, 0) for f in found]
         passing = sum(client.gather([client.submit(piece, f, 1) for f in found]))
-        del found, routed
+        del found
         features.check_passing(passing, self.limit, budget)
-        distinct, documents, entries = client.gather(summary)
         return {
             **_NO_TABLES,
             "tile_tasks": 0,
@@ -173,6 +177,7 @@ class JoinStage(RunState):
                 "indexed_documents": documents,
                 "indexed_entries": entries,
                 "passing_document_pairs": passing,
+                "pairs_shuffled": bool(shared),
             },
         }
 

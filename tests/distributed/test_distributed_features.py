@@ -63,6 +63,24 @@ def test_shares_give_the_single_machines_pairs_once(cuts, shares, n_tasks, measu
     assert (pairs[:, 0] < pairs[:, 1]).all()
     np.testing.assert_array_equal(pairs[np.lexsort(pairs.T[::-1])], expected)
     assert features.index_summary(indexed)[0] == np.unique(CODES, axis=0).shape[0]
+    # one representative per code: the shares' pairs are distinct as they come
+    direct = np.concatenate([f[0] for f in found])
+    distinct = np.unique(direct, axis=0).shape[0] == direct.shape[0]
+    assert distinct or indexed.shared_codes
+
+
+def test_a_code_of_two_feature_sets_is_deduplicated():
+    # documents 0 and 1 share a code but not their features: both pair with document 2
+    texts = ["red fox jumps", "red fox leaps", "red fox jumps high"]
+    batch = featurize(texts)
+    words = np.zeros((3, 1), np.uint64)
+    words[2] = 1
+    parts = [(np.arange(3), words, DocumentFeatures.from_batch(batch))]
+    indexed = features.index_documents(parts, plan_threshold(64, min_cosine=0.5), 1)
+    assert indexed.shared_codes
+    pairs, passing = features.probe_share(indexed, 0, 1, None)
+    assert passing == 3  # (0, 1) within the code, (0, 2), (1, 2)
+    assert pairs.tolist() == [[0, 2]]
 
 
 def test_the_budget_is_the_whole_joins():
