@@ -21,12 +21,28 @@ configuration are compared.
     flock /work/scratch/bench.lock python bench/bench_distributed.py [--docs 2000000] [--repeat 2]
 
 Writes ``bench/results/distributed_cpu.json`` (``distributed_cpu_<docs>.json`` for other sizes).
+
+With ``--corpus PATH`` (one document per line, gzip or not), it compares instead the cluster
+with one machine on the corpus's first lines, at each of ``--sizes`` and each of ``--settings``
+(``defaults``: 256 bits, verified cosine 0.8, the single machine's candidates, the feature
+join; ``128r3``: 128 bits, radius 3, the codes' join): for each worker count (1, then 2; one
+core each), a process cluster is started and warmed up once, then for each size and setting
+`dedup_file` on one JSONL file (its compiled loops on every core) runs right before the
+distributed dedup of the same documents in ``--parts`` JSONL partitions. Records each run's wall
+time, stages, the load average and the cores other jobs used, the cluster's time against one
+machine's, and whether the kept documents and duplicates report are byte-identical:
+
+    python bench/bench_distributed.py --corpus /work/shared/data/pypi_summaries.txt.gz \
+        --sizes 50000 100000 200000
+
+Writes ``bench/results/distributed_real.json``.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import os
 import sys
@@ -37,7 +53,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import print_table, write_json
+from _common import load_lines, print_table, write_json
 
 from gpusimhash.datasets.synth import CorpusSpec, generate
 from gpusimhash.dedup.pipeline import dedup_file
@@ -308,6 +324,138 @@ def estimate(rows: list[dict], n_docs: int, piece_s: float) -> list[dict]:
     return out
 
 
+CORPUS_SETTINGS = {"defaults": {}, "128r3": {"bits": 128, "max_distance": 3}}
+
+
+def write_lines(folder: Path, lines: list[str], n_parts: int) -> Path:
+    """Write lines as ``{"text": ...}`` records: ``all.jsonl`` and ``n_parts`` partitions."""
+    done = folder / "complete"
+    if done.exists():
+        return folder
+    (folder / "parts").mkdir(parents=True, exist_ok=True)
+    records = [json.dumps({"text": line}) + "\n" for line in lines]
+    (folder / "all.jsonl").write_text("".join(records))
+    bounds = [len(records) * p // n_parts for p in range(n_parts + 1)]
+    for p in range(n_parts):
+        chunk = records[bounds[p] : bounds[p + 1]]
+        (folder / "parts" / f"part-{p:03d}.jsonl").write_text("".join(chunk))
+    done.write_text("")
+    return folder
+
+
+def _timed(run) -> tuple[float, object, float | None, list[float]]:
+    """Run ``run()``: its wall seconds, result, other jobs' cores and the load average before."""
+    load = list(os.getloadavg())
+    with OtherJobs() as others:
+        start = time.perf_counter()
+        result = run()
+        seconds = time.perf_counter() - start
+    return seconds, result, others.cores, load
+
+
+def compare_on_corpus(args: argparse.Namespace) -> None:
+    """One machine against clusters of 1 and 2 workers, on the corpus's first lines.
+
+    One cluster at a time (several clients in one process share none of their machinery
+    safely): for each worker count, a cluster is started and warmed up, then for each size and
+    setting one machine runs, right before the cluster on the same documents, so that each
+    ratio compares two neighbouring runs.
+    """
+    from distributed import Client
+
+    lines = load_lines(args.corpus, max(args.sizes))
+    warm = write_lines(args.data / "real-warmup", lines[:2000], 2)
+    folders = {
+        size: write_lines(args.data / f"real-{size}-{args.parts}", lines[:size], args.parts)
+        for size in sorted(args.sizes)
+    }
+    rows: list[dict] = []
+    for n in args.workers:
+        with local_cluster(n, 1, dashboard_address=":0") as cluster, Client(cluster) as client:
+            for name in args.settings:
+                options = CORPUS_SETTINGS[name]
+                dedup_file(warm / "all.jsonl", args.data / "out-warm" / name, **options)
+                dedup(
+                    warm / "parts", args.data / "out-warm" / f"{name}-{n}", client=client, **options
+                )
+            for size, folder in folders.items():
+                for name in args.settings:
+                    rows += _one_machine_then_cluster(client, n, size, name, folder, args.data)
+                    print(
+                        *(rows[-1][k] for k in ("docs", "settings", "run", "seconds")), flush=True
+                    )
+    table = [
+        {
+            "docs": r["docs"],
+            "settings": r["settings"],
+            "run": r["run"],
+            "join": r["join"]["method"] if "join" in r else r["candidates"],
+            "load": round(r["load_average_before"][0], 2),
+            "others' cores": r["other_jobs_cores"],
+            "seconds": r["seconds"],
+            "vs one machine": r.get("vs_one_machine", 1.0),
+            "identical": r.get("identical_to_single", "-"),
+        }
+        for r in rows
+    ]
+    print_table(table, list(table[0]))
+    path = write_json(
+        "distributed_real.json",
+        {
+            "corpus": str(args.corpus),
+            "sizes": sorted(args.sizes),
+            "parts": args.parts,
+            "settings": {name: CORPUS_SETTINGS[name] for name in args.settings},
+            "runs": rows,
+            "table": table,
+            "shared_machine": "2 cores shared with other jobs: see each run's load average",
+        },
+    )
+    print(f"wrote {path}")
+
+
+def _one_machine_then_cluster(
+    client, n: int, size: int, name: str, folder: Path, data: Path
+) -> list[dict]:
+    """Run one machine, then the cluster of ``n`` workers, on the same documents."""
+    options = CORPUS_SETTINGS[name]
+    out = data / f"out-real-{size}" / name
+    seconds, result, others, load = _timed(
+        functools.partial(dedup_file, folder / "all.jsonl", out / f"single-{n}", **options)
+    )
+    single = {
+        "docs": size,
+        "settings": name,
+        "run": f"one machine (before {n} worker{'s' if n > 1 else ''})",
+        "workers": 0,
+        "seconds": round(seconds, 2),
+        "timings_s": result.summary["timings_s"],
+        "results": result.summary["results"],
+        "candidates": result.summary["settings"]["candidates"],
+        "load_average_before": load,
+        "other_jobs_cores": others,
+    }
+    target = out / f"workers{n}"
+    seconds, spread, others, load = _timed(
+        functools.partial(dedup, folder / "parts", target, client=client, **options)
+    )
+    cluster = {
+        "docs": size,
+        "settings": name,
+        "run": f"{n} worker" + ("s" if n > 1 else ""),
+        "workers": n,
+        "seconds": round(seconds, 2),
+        "timings_s": spread.summary["timings_s"],
+        "results": spread.summary["results"],
+        "join": spread.summary["distributed"]["join"],
+        "load_average_before": load,
+        "other_jobs_cores": others,
+        "vs_one_machine": round(single["seconds"] / seconds, 2),
+        "identical_to_single": same_outputs(out / f"single-{n}", target),
+    }
+    return [single, cluster]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--docs", type=int, default=2_000_000)
@@ -324,7 +472,15 @@ def main() -> None:
         default=1,
         help="run the configurations this many times, interleaved (the best of each compared)",
     )
+    parser.add_argument("--corpus", type=Path, help="compare with one machine on this corpus")
+    parser.add_argument("--sizes", type=int, nargs="+", default=[50_000, 100_000, 200_000])
+    parser.add_argument(
+        "--settings", nargs="+", choices=sorted(CORPUS_SETTINGS), default=["defaults", "128r3"]
+    )
     args = parser.parse_args()
+    if args.corpus is not None:
+        compare_on_corpus(args)
+        return
     load_before = os.getloadavg()
     folder = write_corpus(args.data / str(args.docs), args.docs, args.parts)
     write_corpus(folder / "warmup", 2_000, 2)

@@ -326,6 +326,10 @@ SHOWN = {
         ),
     ),
     "distributed_options.json": Results("Options of the distributed dedup and what each adds"),
+    "distributed_real.json": Results(
+        "The whole dedup on Dask against one machine: real summaries",
+        (Table(("table",), caption="every run, in turns: one machine, 1 worker, 2 workers"),),
+    ),
     "split_shares.json": Results("A crowded bucket joined whole or in shares"),
     "split_dask.json": Results("The distributed join with and without share tasks"),
     "gpu_probe_emulated.json": Results(

@@ -194,6 +194,9 @@ class ClusterStage(RunState):
     def _label_components(self, stats: dict[str, Any]) -> list[Any]:
         """Label the components of the candidate graph by large-star / small-star rounds.
 
+        A graph whose star edges are few (`components.ONE_TASK_BYTES`) is labelled by one task
+        (`components.whole_stars`), with no rounds.
+
         Returns each node shard's (codes, components) future
         (`gpusimhash.distributed._components`); the driver sees only whether a step changed
         anything.
@@ -204,6 +207,18 @@ class ClusterStage(RunState):
             for i, c in enumerate(self.candidates)
         ]
         moved = sum(client.gather([client.submit(nbytes, e) for e in edges]))
+        if moved <= components.ONE_TASK_BYTES:
+            stars = client.submit(components.whole_stars, edges, n_shards, key=self.key("stars"))
+            stats["label_rounds"] = 0
+            stats["label_bytes"] = moved
+            return [
+                client.submit(
+                    components.shard_labels,
+                    [client.submit(piece, stars, j)],
+                    key=self.key("labels", j),
+                )
+                for j in range(n_shards)
+            ]
         current = self._star_round(
             [[client.submit(piece, e, j) for e in edges] for j in range(n_shards)], 1
         )

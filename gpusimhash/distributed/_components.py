@@ -19,7 +19,10 @@ the smallest node of its component (`shard_labels`). The labels are the componen
 code name, so the same for any number of shards, partitions and workers.
 
 Before the rounds, each join task's pairs are reduced to the stars of their own components
-(`local_edges`): as many edges as nodes at most, however dense the task's pairs.
+(`local_edges`): as many edges as nodes at most, however dense the task's pairs. When those
+stars are few (`ONE_TASK_BYTES` in all), one task labels the whole graph at once instead
+(`whole_stars`): the same stars around the same smallest nodes, with no rounds, whose
+scheduling costs more than their work on such a graph.
 """
 
 from __future__ import annotations
@@ -29,9 +32,20 @@ import numpy as np
 from gpusimhash.cluster import cluster_labels
 from gpusimhash.distributed._routing import destination, split_by
 
-__all__ = ["by_node", "by_shard", "local_edges", "shard_labels", "shard_of", "star_step"]
+__all__ = [
+    "ONE_TASK_BYTES",
+    "by_node",
+    "by_shard",
+    "local_edges",
+    "shard_labels",
+    "shard_of",
+    "star_step",
+    "whole_stars",
+]
 
 _SALT = 7  # the node shards' hash differs from the collapse's and the tables'
+# star edges (16 bytes each, both ends) that one task labels at once rather than by rounds
+ONE_TASK_BYTES = 64 << 20
 
 
 def shard_of(nodes: np.ndarray, n_shards: int, salt: int = _SALT) -> np.ndarray:
@@ -101,6 +115,34 @@ def local_edges(pairs: np.ndarray, n_shards: int) -> list[np.ndarray]:
     root = nodes[first][labels]
     leaf = nodes != root
     return _routed(nodes[leaf], root[leaf], n_shards)
+
+
+def whole_stars(edges: list[list[np.ndarray]], n_shards: int) -> list[np.ndarray]:
+    """Label the whole graph at once: every component a star, routed to the shards (a task).
+
+    Parameters
+    ----------
+    edges : list of list of ndarray, shape (k, 2), dtype int64
+        Every source's ``(owner, neighbour)`` rows for each shard (`local_edges`).
+    n_shards : int
+        Shards of the nodes.
+
+    Returns
+    -------
+    list of ndarray
+        For each shard, the ``(owner, neighbour)`` rows of its nodes' star edges, as the last
+        round would leave them (`shard_labels` reads them).
+
+    Examples
+    --------
+    >>> pieces = local_edges(np.array([[5, 9]]), 1) + local_edges(np.array([[9, 2]]), 1)
+    >>> [p.tolist() for p in whole_stars([pieces], 1)]
+    [[[5, 2], [9, 2], [2, 5], [2, 9]]]
+    """
+    pairs = np.concatenate(
+        [np.zeros((0, 2), np.int64), *(piece for source in edges for piece in source)]
+    )
+    return local_edges(pairs, n_shards)
 
 
 def _owned(pieces: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -1,20 +1,29 @@
-"""The join stage of a distributed deduplication: identical codes collapsed, then the tables.
+"""The join stage of a distributed deduplication: identical codes collapsed, then the join.
 
 `JoinStage._join` shuffles (row, code) of every featured document by code to the collapse
-tasks, then (row, code) of every distinct code by each pigeonhole table's block key to the
-table tasks (`gpusimhash.distributed._tables`); a crowded bucket is joined apart, by share tasks
-(`JoinStage._split_crowded`). It leaves futures: the collapse tasks' members and every task's
-candidate pairs of distinct codes.
+tasks, then chooses the join from a sample of the distinct codes by the single machine's cost
+model (`gpusimhash.distributed._join_plan`), warning first when it is far costlier than the
+single machine's. The pigeonhole tables (small radii) shuffle (row, code) of every distinct
+code by each table's block key to the table tasks (`gpusimhash.distributed._tables`), a
+crowded bucket joined apart, by share tasks (`JoinStage._split_crowded`); the tiled exhaustive
+join (large radii, few codes) shuffles them into pieces, one task per pair of pieces
+(`gpusimhash.distributed._tiles`). Both leave the same futures: the collapse tasks' members
+and every task's candidate pairs of distinct codes, each pair once.
 """
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
 
+from gpusimhash.distributed import _features as features
+from gpusimhash.distributed import _join_plan as join_plan
 from gpusimhash.distributed import _partitions as partitions
 from gpusimhash.distributed import _tables as tables
+from gpusimhash.distributed import _tiles as tiles
+from gpusimhash.distributed._join_plan import JoinPlan, choose_join
 from gpusimhash.distributed._run import RunState, nbytes, piece
 
 __all__ = ["JoinStage"]
@@ -24,13 +33,24 @@ __all__ = ["JoinStage"]
 # 2 local workers), so 1B documents make 63 tasks (3 to 4 s of scheduler time per shuffle),
 # while a task holds at most 16M codes (384 MB of rows and codes at 128 bits)
 TASK_DOCUMENTS = 16_000_000
+# feature shares per worker: a worker slowed by other jobs leaves its second share to another
+_SHARES_PER_WORKER = 2
+# what a run of the tiled join (or the feature join) reports of the tables
+_NO_TABLES = {
+    "tables": 0,
+    "blocks": [],
+    "table_bytes": 0,
+    "crowded_buckets": 0,
+    "split_buckets": 0,
+    "share_tasks": 0,
+}
 
 
 class JoinStage(RunState):
-    """Collapse identical codes and join the pigeonhole tables (a mixin of the run)."""
+    """Collapse identical codes and join them, by tables or tiles (a mixin of the run)."""
 
     def _join(self) -> dict[str, Any]:
-        """Collapse identical codes and join every table; keep the futures of the pairs.
+        """Collapse identical codes, choose the join and run it; keep the futures of the pairs.
 
         Every future of an intermediate result is dropped as soon as the tasks that use it are
         submitted (its size first asked for), so that each worker lets it go once used.
@@ -70,13 +90,157 @@ class JoinStage(RunState):
         del split
         # what the clustering gathers besides the pairs, ready by the time they are
         self.members = [client.submit(_members, c) for c in collapsed]
-        distinct = [client.submit(_distinct, c) for c in collapsed]
+        if self.source == "features":
+            del collapsed  # the members hold what the clustering needs of them
+            stats = self._join_features()
+        else:
+            chosen = self._plan_join(collapsed)
+            if chosen.method == "tiles":
+                stats = self._join_tiles(collapsed, chosen.pieces)
+            else:
+                stats = self._join_tables(collapsed)
+            del collapsed
+            stats |= {
+                "distinct_codes": chosen.distinct_codes,
+                "join": chosen.summary(),
+                "feature_bytes": 0,
+            }
+        self.featureless = np.concatenate([np.zeros(0, np.int64), *client.gather(featureless)])
+        return {**stats, "collapse_bytes": sum(client.gather(collapse_bytes))}
+
+    def _join_features(self) -> dict[str, Any]:
+        """Join on the features, as one machine: one index, probed in shares on the workers.
+
+        `gpusimhash.distributed._features`: the shares are spread over the workers (each
+        fetches the index once), their pairs of codes shuffled to the tasks that keep each
+        once where two shares may find one; more passing pairs of documents than the budget are refused, as on one machine.
+        """
+        client, n_tasks, options = self.client, self.n_tasks, self.options
+        featured = [
+            client.submit(
+                features.featured_documents,
+                part,
+                int(self.offsets[p]),
+                key=self.key("featured", p),
+            )
+            for p, part in enumerate(self.parts)
+        ]
+        sent = [client.submit(features.featured_bytes, f) for f in featured]
+        shares = _SHARES_PER_WORKER * self.n_workers
+        indexed = client.submit(
+            features.index_documents, featured, self.limit, shares, key=self.key("feature-index")
+        )
+        del featured
+        budget = None if options.force else options.max_candidate_pairs
+        workers = sorted(client.scheduler_info().get("workers", {}))
+        found = [
+            client.submit(
+                features.probe_share,
+                indexed,
+                s,
+                shares,
+                budget,
+                key=self.key("feature-share", s),
+                workers=[workers[s % len(workers)]] if workers else None,
+                allow_other_workers=True,
+            )
+            for s in range(shares)
+        ]
+        summary = client.submit(features.index_summary, indexed)
+        del indexed
+        distinct, documents, entries, shared = client.gather(summary)
+        if shared:  # a pair of codes may come from two shares
+            routed = [client.submit(features.route_pairs, f, n_tasks) for f in found]
+            self.candidates = [
+                client.submit(
+                    features.distinct_pairs,
+                    [client.submit(piece, r, j) for r in routed],
+                    key=self.key("feature-pairs", j),
+                )
+                for j in range(n_tasks)
+            ]
+            del routed
+        else:
+            self.candidates = [client.submit(piece, f, 0) for f in found]
+        passing = sum(client.gather([client.submit(piece, f, 1) for f in found]))
+        del found
+        features.check_passing(passing, self.limit, budget)
+        return {
+            **_NO_TABLES,
+            "tile_tasks": 0,
+            "tile_bytes": 0,
+            "feature_bytes": sum(client.gather(sent)),
+            "distinct_codes": distinct,
+            "join": {
+                "method": "features",
+                "shares": shares,
+                "indexed_documents": documents,
+                "indexed_entries": entries,
+                "passing_document_pairs": passing,
+                "pairs_shuffled": bool(shared),
+            },
+        }
+
+    def _plan_join(self, collapsed: list[Any]) -> JoinPlan:
+        """Choose the join from a sample of the distinct codes; warn before a costly one."""
+        client, bits = self.client, self.settings.bits
+        samples = client.gather(
+            [client.submit(join_plan.code_sample, c, join_plan.SAMPLE_CODES) for c in collapsed]
+        )
+        n, sample = join_plan.merge_samples(samples, join_plan.SAMPLE_CODES, -(-bits // 64))
+        chosen = choose_join(sample, n, bits, self.limit.radius, self.n_workers, self.n_tasks)
+        message = chosen.warning()
+        if message is not None:
+            warnings.warn(message, join_plan.JoinWorkWarning, stacklevel=5)
+        return chosen
+
+    def _join_tiles(self, collapsed: list[Any], pieces: int) -> dict[str, Any]:
+        """Join every pair of pieces of the distinct codes (`gpusimhash.distributed._tiles`)."""
+        client, bits, radius = self.client, self.settings.bits, self.limit.radius
+        split = [
+            client.submit(tiles.tile_pieces, c, pieces, key=self.key("tile-split", b))
+            for b, c in enumerate(collapsed)
+        ]
+        tile_bytes = [client.submit(nbytes, s) for s in split]
+        gathered = [
+            client.submit(
+                tiles.gather_piece,
+                [
+                    client.submit(piece, s, i, key=self.key("tile-part", i, b))
+                    for b, s in enumerate(split)
+                ],
+                -(-bits // 64),
+                key=self.key("tile-piece", i),
+            )
+            for i in range(pieces)
+        ]
+        del split
+        self.candidates = [
+            client.submit(
+                tiles.join_tile,
+                gathered[i],
+                None if i == j else gathered[j],
+                bits,
+                radius,
+                key=self.key("tile", i, j),
+            )
+            for i in range(pieces)
+            for j in range(i, pieces)
+        ]
+        return {
+            **_NO_TABLES,
+            "tile_tasks": len(self.candidates),
+            "tile_bytes": sum(client.gather(tile_bytes)),
+        }
+
+    def _join_tables(self, collapsed: list[Any]) -> dict[str, Any]:
+        """Route the distinct codes to the pigeonhole tables and join each table's buckets."""
+        client, bits, n_tasks = self.client, self.settings.bits, self.n_tasks
         blocks = tables.pigeonhole_blocks(bits, self.limit.radius)
         pieces = [
             client.submit(tables.table_pieces, c, blocks, n_tasks, key=self.key("table-split", b))
             for b, c in enumerate(collapsed)
         ]
-        del collapsed
         table_bytes = [client.submit(nbytes, p) for p in pieces]
         # each table task's join submitted right after its sort: a worker joins a task's
         # sorted codes before it sorts the next ones
@@ -110,14 +274,13 @@ class JoinStage(RunState):
                 )
         del pieces
         crowded = self._split_crowded(sorted_codes, blocks)
-        self.featureless = np.concatenate([np.zeros(0, np.int64), *client.gather(featureless)])
         return {
             **crowded,
-            "collapse_bytes": sum(client.gather(collapse_bytes)),
             "table_bytes": sum(client.gather(table_bytes)),
             "tables": len(blocks),
             "blocks": [list(b) for b in blocks],
-            "distinct_codes": sum(client.gather(distinct)),
+            "tile_tasks": 0,
+            "tile_bytes": 0,
         }
 
     def _split_crowded(
@@ -139,7 +302,7 @@ class JoinStage(RunState):
             client.submit(tables.crowded_work, codes): task for task, codes in sorted_codes.items()
         }
         found: dict[tuple[int, int, int], list[Any]] = {}
-        for future, buckets in as_completed(asked, with_results=True):  # type: ignore[no-untyped-call]
+        for future, buckets in as_completed(asked, loop=client.loop, with_results=True):  # type: ignore[no-untyped-call]
             t, j = asked.pop(future)
             for i, (_, seconds) in enumerate(buckets):
                 bucket = client.submit(
@@ -173,11 +336,6 @@ class JoinStage(RunState):
             "split_buckets": sum(len(shares) > 1 for shares in found.values()),
             "share_tasks": sum(map(len, found.values())),
         }
-
-
-def _distinct(collapsed: tables.Collapsed) -> int:
-    """Return a collapse task's number of distinct codes (a task)."""
-    return int(collapsed.rows.size)
 
 
 def _members(collapsed: tables.Collapsed) -> np.ndarray:

@@ -7,10 +7,15 @@ Stages (task keys ``gpusimhash-<stage>-<run>-...``), each a mixin of the run ove
    a worker and stays there (`Part`); the driver learns only its number of documents.
 2. ``collapse``: (row, code) of every featured document, 24 bytes at 128 bits, shuffled by
    code; identical codes collapse to one.
-3. ``table``: for each of the ``r + 1`` pigeonhole tables, (row, code) of every distinct code,
-   24 bytes at 128 bits, shuffled by the table's key; each task joins its buckets and keeps
-   the pairs of distinct codes no earlier table found (`gpusimhash.distributed._tables`).
-   A crowded bucket (over `_tables.SPLIT_CODES` codes) is joined apart, by ``share`` tasks.
+3. ``table`` or ``tile``: the join the single machine's cost model prices cheapest, from a
+   sample of the distinct codes (`gpusimhash.distributed._join_plan`; a join estimated far
+   above the single machine's warns first, with the estimates). The tables (small radii): for
+   each of the ``r + 1`` pigeonhole tables, (row, code) of every distinct code, 24 bytes at
+   128 bits, shuffled by the table's key; each task joins its buckets and keeps the pairs of
+   distinct codes no earlier table found (`gpusimhash.distributed._tables`). A crowded bucket
+   (over `_tables.SPLIT_CODES` codes) is joined apart, by ``share`` tasks. The tiles (large
+   radii, where brute force wins): the distinct codes in ``k`` pieces, one task per pair of
+   pieces comparing every pair by FAISS's range search (`gpusimhash.distributed._tiles`).
 4. ``cluster``: the components of the candidate graph of distinct codes are labelled on the
    workers by large-star / small-star label propagation over node shards
    (`gpusimhash.distributed._components`: each component named by its lowest code, the same
@@ -47,7 +52,7 @@ from gpusimhash.distributed import _partitions as partitions
 from gpusimhash.distributed._cluster_stage import ClusterStage
 from gpusimhash.distributed._join_stage import JoinStage
 from gpusimhash.distributed._write_stage import WriteStage
-from gpusimhash.fingerprinting import FingerprintSettings
+from gpusimhash.fingerprinting import FingerprintSettings, resolve_device
 from gpusimhash.io.inputs import STDIN, input_files
 from gpusimhash.io.sources import has_id_field
 from gpusimhash.io.writers import write_json
@@ -67,7 +72,8 @@ class DistributedResult:
     summary : dict
         As the single-machine summary (``settings``, ``results``, ``ground_truth``,
         ``cluster_sizes``, ``timings_s``, ``files``), plus ``distributed``: workers,
-        partitions, tables and the bytes each shuffle moved.
+        partitions, the join chosen (``join``: every join's estimate), tables or tiles and the
+        bytes each shuffle moved.
     removed : ndarray, dtype int64
         Global rows of the removed documents, ascending.
     kept_for : ndarray, dtype int64
@@ -197,6 +203,9 @@ class _Run(JoinStage, ClusterStage, WriteStage):
         self.token = uuid.uuid4().hex[:10]
         options, settings = self.options, self.settings
         self.limit = options.threshold(settings.bits)
+        self.source = options.candidate_source(
+            self.limit, resolve_device(options.device, uses=("fingerprint", "join"))
+        )
         timings: dict[str, float] = {}
         start = time.perf_counter()
         self.out_dir.mkdir(parents=True, exist_ok=True)
@@ -260,6 +269,9 @@ class _Run(JoinStage, ClusterStage, WriteStage):
         )
         below = int(np.sum(~(to_kept >= limit.value)))
         n_tables = stats["tables"]
+        # as one machine: featureless documents share one code, or each has its own
+        empty = self.featureless.size
+        empty_codes = min(empty, 1) if self.options.empty_as_duplicates else empty
         return {
             "input": [str(p) for p in self.paths],
             "settings": settings_summary(settings, self.options, limit),
@@ -271,7 +283,7 @@ class _Run(JoinStage, ClusterStage, WriteStage):
                     largest_cluster=int(sizes.max()) if sizes.size else (1 if n else 0),
                     lowest_similarity=float(np.nanmin(to_kept)) if to_kept.size else None,
                     below_threshold=below,
-                    distinct_codes=stats["distinct_codes"],
+                    distinct_codes=stats["distinct_codes"] + empty_codes,
                 ),
                 "candidate_code_pairs": stats["candidate_code_pairs"],
                 "pairs_verified": stats["pairs_verified"],
@@ -292,11 +304,15 @@ class _Run(JoinStage, ClusterStage, WriteStage):
                 "collapse_shuffle_bytes": stats["collapse_bytes"],
                 "table_shuffle_bytes": stats["table_bytes"],
                 "table_shuffle_bytes_per_document_per_table": (
-                    round(stats["table_bytes"] / n / n_tables, 2) if n else 0.0
+                    round(stats["table_bytes"] / n / n_tables, 2) if n and n_tables else 0.0
                 ),
                 "crowded_buckets": stats["crowded_buckets"],
                 "split_buckets": stats["split_buckets"],
                 "share_tasks": stats["share_tasks"],
+                "join": stats["join"],
+                "tile_tasks": stats["tile_tasks"],
+                "tile_shuffle_bytes": stats["tile_bytes"],
+                "feature_shuffle_bytes": stats["feature_bytes"],
             },
             "timings_s": {k: round(v, 4) for k, v in timings.items()},
             "files": files,

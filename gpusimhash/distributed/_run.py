@@ -48,13 +48,14 @@ class RunState:
     out_dir: Path
     settings: FingerprintSettings
     options: DedupOptions
-    # set by the stages as they run: the task names' token, the threshold, how partitions are
-    # read, futures of each partition's fingerprinted `Part`, their files, the global row of
+    # set by the stages as they run: the task names' token, the threshold, where the
+    # candidates come from ("features" or "codes", as on one machine), how partitions are read, futures of each partition's fingerprinted `Part`, their files, the global row of
     # each partition's first document (then n), workers, tasks per shuffle (and node shards),
     # futures of the documents of codes of several and of the candidate pairs of distinct
     # codes, the rows of the documents without features, and what the write stage found
     token: str = field(init=False, repr=False)
     limit: Threshold = field(init=False, repr=False)
+    source: str = field(init=False, repr=False)
     read: ReadOptions = field(init=False, repr=False)
     parts: list[Any] = field(init=False, repr=False)
     files: list[PartFile] = field(init=False, repr=False)
@@ -66,6 +67,11 @@ class RunState:
     featureless: np.ndarray = field(init=False, repr=False)
     ground_truth: dict[str, Any] | None = field(init=False, repr=False)
     report_data: dict[str, Any] = field(init=False, repr=False)
+
+    @property
+    def radius(self) -> int:
+        """The candidates' Hamming radius: the code length for the feature candidates."""
+        return self.limit.radius if self.source == "codes" else self.settings.bits
 
     def key(self, stage: str, *index: int) -> str:
         """Return a task key: stage, run and indices."""

@@ -194,7 +194,7 @@ class WriteStage(RunState):
             examples,
             n=int(self.offsets[-1]),
             bits=self.settings.bits,
-            radius=self.limit.radius,
+            radius=self.radius,
             seed=self.settings.seed,
             codes_of=self._codes_of,
             neighbourhood=self._neighbourhood,

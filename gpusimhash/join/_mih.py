@@ -119,12 +119,48 @@ def plan(words: np.ndarray, bits: int, radius: int, *, workers: int = 1) -> Plan
     >>> chosen.method, sum(t + 1 for _, _, t in chosen.blocks)
     ('mih', 4)
     """
-    n = words.shape[0]
+    return plan_for_sample(words, words.shape[0], bits, radius, workers=workers)
+
+
+def plan_for_sample(
+    sample: np.ndarray, n: int, bits: int, radius: int, *, workers: int = 1
+) -> Plan:
+    """Choose the plan of `plan` for ``n`` distinct codes from a uniform sample of them.
+
+    The planner measures only random pairs of codes, so a uniform random sample of the codes
+    (every code of them: `plan`) prices the join of all ``n`` as the codes themselves would,
+    up to sampling noise: a cluster, whose codes are spread over machines, plans from a sample.
+
+    Parameters
+    ----------
+    sample : ndarray, shape (s, w), dtype uint64
+        Distinct codes drawn uniformly from the ``n`` codes, as words.
+    n : int
+        Number of distinct codes the join will have.
+    bits, radius, workers
+        As in `plan`.
+
+    Returns
+    -------
+    Plan
+        As `plan`; ``seconds`` is the estimate for all ``n`` codes.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> sample = rng.integers(0, 2**63, (4096, 1), dtype=np.uint64)
+    >>> plan_for_sample(sample, 10**6, 64, 3).method
+    'mih'
+    >>> plan_for_sample(sample, 10**6, 64, 40).method
+    'brute'
+    """
     pairs = n * (n - 1) / 2
-    brute = Plan("brute", (), pairs * (words.shape[1] + 1) * _BRUTE_COST / workers)
-    if n < 2 or pairs < _BRUTE_ALWAYS or radius >= bits:
+    brute = Plan("brute", (), brute_seconds(n, sample.shape[1]) / workers)
+    sampled = sample.shape[0] * (sample.shape[0] - 1) / 2
+    if n < 2 or pairs < _BRUTE_ALWAYS or radius >= bits or sampled < 1:
         return brute
-    xor = _sample_xor(words, int(min(_SAMPLE_PAIRS, pairs)))
+    xor = sample_xor(sample, int(min(_SAMPLE_PAIRS, pairs)))
     best = brute
     log_n = math.ceil(math.log2(n))
     min_width = max(4, log_n - 8)
@@ -136,8 +172,39 @@ def plan(words: np.ndarray, bits: int, radius: int, *, workers: int = 1) -> Plan
     return best
 
 
-def _sample_xor(words: np.ndarray, size: int) -> np.ndarray:
-    """XOR of random pairs of distinct rows (a fixed seed: plans are deterministic)."""
+def brute_seconds(n: int, n_words: int) -> float:
+    """Return the cost model's one-core seconds of brute force over ``n`` codes of ``n_words``.
+
+    Examples
+    --------
+    >>> round(brute_seconds(100_000, 4), 2)
+    6.25
+    """
+    return n * (n - 1) / 2 * (n_words + 1) * _BRUTE_COST
+
+
+def candidate_seconds(candidates: float, n_words: int) -> float:
+    """Return the cost model's one-core seconds of comparing ``candidates`` pairs of codes.
+
+    Examples
+    --------
+    >>> candidate_seconds(4e9, 4)
+    5.0
+    """
+    return candidates * (n_words + 1) * _CANDIDATE_COST
+
+
+def sample_xor(words: np.ndarray, size: int) -> np.ndarray:
+    """Return the XOR of ``size`` random pairs of distinct rows (a fixed seed: deterministic).
+
+    What the planner measures: in how many bits of each block random pairs of codes differ.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> sample_xor(np.array([[1], [2]], dtype=np.uint64), 3).ravel().tolist()
+    [3, 3, 3]
+    """
     n = words.shape[0]
     rng = np.random.default_rng(0)
     first = rng.integers(0, n, size)

@@ -44,6 +44,7 @@ WINDOW_DOCS = 1 << 15
 # interleaved blocks of documents per thread (each block holds 28 bytes per document)
 _BLOCKS_PER_THREAD = 2
 _MEASURES = {"cosine": COSINE, "jaccard": JACCARD}
+_NAMES = {code: name for name, code in _MEASURES.items()}
 
 
 @dataclass(frozen=True)
@@ -103,8 +104,75 @@ def feature_join(
     >>> from gpusimhash.fingerprinting import featurize
     >>> docs = ["the cat sat", "the cat sat down", "a dog ran", "the cat sat"]
     >>> found = feature_join(DocumentFeatures.from_batch(featurize(docs)), "cosine", 0.8)
-    >>> found.pairs.tolist(), found.similarity.round(3).tolist()
-    ([[0, 1], [0, 3], [1, 3]], [0.866, 1.0, 0.866])
+    >>> sorted(zip(map(tuple, found.pairs.tolist()), found.similarity.round(3).tolist()))
+    [((0, 1), 0.866), ((0, 3), 1.0), ((1, 3), 0.866)]
+    """
+    index = feature_index(features, measure, value)
+    n_blocks = _BLOCKS_PER_THREAD * threads()
+    return probe_blocks(index, np.arange(n_blocks), n_blocks, max_pairs=max_pairs)
+
+
+@dataclass(frozen=True)
+class FeatureIndex:
+    """The documents of a feature join in size-key order, with the index of their tails.
+
+    What probing needs (`probe_blocks`), built once (`feature_index`) and never changed by a
+    probe, so that any number of probes, anywhere, can share it.
+
+    Attributes
+    ----------
+    order : ndarray, dtype int64
+        The input document at each position (positions in size-key order).
+    index : tuple of ndarray
+        Tail starts, entry ranks, rank order, ranks in that order, shares, prefixes, the four
+        posting arrays, each document's least partner and its first postings, as
+        `gpusimhash._cpu._allpairs_loops.passing_pairs` takes them.
+    arrays : tuple of ndarray
+        States, offsets, weights, exponents and squared norms of the documents in size-key
+        order.
+    measure : int
+        `COSINE` or `JACCARD`.
+    value : float
+        The threshold.
+    """
+
+    order: np.ndarray
+    index: tuple[np.ndarray, ...]
+    arrays: tuple[np.ndarray, ...]
+    measure: int
+    value: float
+
+    @property
+    def n_docs(self) -> int:
+        """Documents indexed."""
+        return int(self.order.size)
+
+    @property
+    def indexed(self) -> int:
+        """Feature entries in the index (the documents' tails)."""
+        return int(self.index[7].size)
+
+
+def feature_index(features: DocumentFeatures, measure: str, value: float) -> FeatureIndex:
+    """Order the documents by size key and index their tails, for `probe_blocks`.
+
+    Parameters
+    ----------
+    features : DocumentFeatures
+        The documents.
+    measure : {"cosine", "jaccard"}
+        As `feature_join`.
+    value : float
+        The threshold, in ``(0, 1]``.
+
+    Returns
+    -------
+    FeatureIndex
+
+    Raises
+    ------
+    ValueError
+        An unknown measure, a threshold outside ``(0, 1]`` or ``2**31`` documents or more.
     """
     if measure not in _MEASURES:
         raise ValueError(f"measure must be cosine or jaccard, got {measure!r}")
@@ -128,20 +196,17 @@ def feature_join(
     )
     order = np.argsort(key, kind="stable")  # by size key: a partner's key bound is a range
     first_partner = np.searchsorted(key[order], least[order], side="left")
-    found = _join_by_size(features.take(order), code, float(value), first_partner, max_pairs)
-    pairs = order[found.pairs]
-    pairs.sort(axis=1)
-    return FeatureJoin(pairs, found.similarity, found.candidates, found.indexed)
+    return _index_by_size(features.take(order), order, code, float(value), first_partner)
 
 
-def _join_by_size(
+def _index_by_size(
     features: DocumentFeatures,
+    order: np.ndarray,
     code: int,
     value: float,
     first_partner: np.ndarray,
-    max_pairs: int | None,
-) -> FeatureJoin:
-    """`feature_join` of documents in size-key order, ``first_partner`` the least partners."""
+) -> FeatureIndex:
+    """`feature_index` of documents in size-key order, ``first_partner`` the least partners."""
     offsets = features.offsets
     entries = int(offsets[-1])
     entry_rank, n_ranks = _frequency_ranks(features.states)
@@ -178,14 +243,76 @@ def _join_by_size(
         features.exponents,
         features.squared_norms,
     )
-    n_docs = features.n_docs
-    n_blocks = _BLOCKS_PER_THREAD * threads()
+    return FeatureIndex(order, index, arrays, code, value)
+
+
+def probe_blocks(
+    index: FeatureIndex, blocks: np.ndarray, n_blocks: int, *, max_pairs: int | None = None
+) -> FeatureJoin:
+    """Find the passing pairs whose later document (in size-key order) is in some blocks.
+
+    Block ``b`` of ``n_blocks`` holds the documents at positions ``b + 1``,
+    ``b + 1 + n_blocks``, ... (the first document has no earlier one to pair with); each pair
+    is found by the block of its later document, so blocks that partition
+    ``range(n_blocks)`` find every pair of `feature_join` once, wherever each part runs.
+
+    Parameters
+    ----------
+    index : FeatureIndex
+        The documents, indexed (`feature_index`); left unchanged.
+    blocks : ndarray of int
+        The blocks to probe, distinct, in ``[0, n_blocks)``.
+    n_blocks : int
+        Blocks in all.
+    max_pairs : int, optional
+        Refuse, as soon as they are found, more passing pairs than this.
+
+    Returns
+    -------
+    FeatureJoin
+        Pairs in the input numbering.
+
+    Raises
+    ------
+    ValueError
+        Blocks outside ``[0, n_blocks)``, or more than ``max_pairs`` pairs.
+    MemoryError
+        Pairs found that the memory available cannot hold.
+
+    Examples
+    --------
+    >>> from gpusimhash.fingerprinting import featurize
+    >>> docs = ["the cat sat", "the cat sat down", "a dog ran", "the cat sat"]
+    >>> index = feature_index(DocumentFeatures.from_batch(featurize(docs)), "cosine", 0.8)
+    >>> sorted(len(probe_blocks(index, np.array([b]), 2).pairs) for b in (0, 1))
+    [1, 2]
+    """
+    blocks = np.asarray(blocks, dtype=np.int64)
+    if blocks.size and not (blocks.min() >= 0 and blocks.max() < n_blocks):
+        raise ValueError(f"blocks must lie in [0, {n_blocks}), got {blocks.tolist()}")
+    found = _probe_by_size(index, blocks, n_blocks, max_pairs)
+    pairs = index.order[found.pairs]
+    pairs.sort(axis=1)
+    return FeatureJoin(pairs, found.similarity, found.candidates, found.indexed)
+
+
+def _probe_by_size(
+    index: FeatureIndex, blocks: np.ndarray, n_blocks: int, max_pairs: int | None
+) -> FeatureJoin:
+    """`probe_blocks` in positions of the size-key order."""
+    # each probe moves its documents' cursors on as the windows go: a copy of its own
+    arrays = (*index.index[:-1], index.index[-1].copy())
+    code, value, n_docs = index.measure, index.value, index.n_docs
+    entries = int(index.arrays[1][-1])
     room = max(WINDOW_DOCS, PAIRS_PER_BLOCK)
     earlier, later, similarity = [], [], []
     candidates = 0
+    block = np.arange(n_blocks, dtype=np.int64)
+    mine = np.isin(block, blocks)
     for lo in range(0, n_docs, WINDOW_DOCS):
         stop = min(lo + WINDOW_DOCS, n_docs)
-        resume = lo + 1 + np.arange(n_blocks, dtype=np.int64)  # the documents after it
+        # each block's first document after the window's first: its documents stay its own
+        resume = np.where(mine, lo + 1 + (block - lo) % n_blocks, n_docs)
         while (resume < n_docs).any():
             left = np.empty(n_blocks * room, dtype=np.int32)
             right = np.empty(n_blocks * room, dtype=np.int32)
@@ -198,8 +325,8 @@ def _join_by_size(
                 stop - lo,
                 stop,
                 room,
-                *index,
                 *arrays,
+                *index.arrays,
                 code,
                 value,
                 left,
@@ -209,22 +336,39 @@ def _join_by_size(
                 compared,
                 items=entries,
             )
-            kept = _segments.ranges(np.arange(n_blocks, dtype=np.int64) * room, written)
+            kept = _segments.ranges(block * room, written)
             earlier.append(left[kept])
             later.append(right[kept])
             similarity.append(values[kept])
             candidates += int(compared.sum())
-            _check_pairs(sum(part.size for part in similarity), max_pairs, code, value)
-    indexed = int(postings[1].size)
+            check_pairs(sum(part.size for part in similarity), max_pairs, _NAMES[code], value)
     if not earlier:
-        return FeatureJoin(np.zeros((0, 2), np.int64), np.zeros(0), 0, indexed)
+        return FeatureJoin(np.zeros((0, 2), np.int64), np.zeros(0), 0, index.indexed)
     pairs = np.stack([np.concatenate(earlier), np.concatenate(later)], axis=1)
-    return FeatureJoin(pairs.astype(np.int64), np.concatenate(similarity), candidates, indexed)
+    return FeatureJoin(
+        pairs.astype(np.int64), np.concatenate(similarity), candidates, index.indexed
+    )
 
 
-def _check_pairs(found: int, max_pairs: int | None, code: int, value: float) -> None:
-    """Refuse pairs over ``max_pairs``, or more than memory can hold, as the join goes."""
-    measure = "cosine" if code == COSINE else "jaccard"
+def check_pairs(found: int, max_pairs: int | None, measure: str, value: float) -> None:
+    """Refuse pairs over ``max_pairs``, or more than memory can hold, as the join goes.
+
+    Parameters
+    ----------
+    found : int
+        Passing pairs found so far.
+    max_pairs : int, optional
+        The budget.
+    measure : {"cosine", "jaccard"}
+        The threshold's measure, and ``value`` its value (for the message).
+
+    Raises
+    ------
+    ValueError
+        More pairs than ``max_pairs``.
+    MemoryError
+        More than the memory available can hold (20 bytes each).
+    """
     where = f"{found:,} document pairs (and counting) at {measure} {value:g} or above"
     if max_pairs is not None and found > max_pairs:
         raise ValueError(

@@ -1,7 +1,8 @@
 """The distributed dedup gives the single-machine result for any workers and partitions.
 
 One process-based LocalCluster serves the module; tests scale it down (3, then 2, then 1
-worker) so that workers start once.
+worker) so that workers start once. The runs join by the pigeonhole tables unless a test says
+otherwise (on this small corpus the planner would take the tiles).
 """
 
 import json
@@ -15,6 +16,7 @@ distributed = pytest.importorskip("distributed")
 
 from gpusimhash.datasets.synth import CorpusSpec, generate
 from gpusimhash.dedup.pipeline import dedup_file
+from gpusimhash.distributed import _components as components
 from gpusimhash.distributed import dedup
 from gpusimhash.io.readers import InputError
 
@@ -39,6 +41,13 @@ def _records():
 
 
 RECORDS = _records()
+
+
+@pytest.fixture(autouse=True)
+def tables_unless_told(force_join, monkeypatch):
+    """Join by the tables (a test may force another join after), label by rounds."""
+    force_join("tables")
+    monkeypatch.setattr(components, "ONE_TASK_BYTES", -1)
 
 
 def _write(records, path):
@@ -140,29 +149,48 @@ def test_many_components_spread_over_workers(corpus, cluster, tmp_path):
 
 
 RUNS = [
-    (3, 7, FAST),
-    (3, 4, {**FAST, "keep": "longest"}),
-    (3, 1, FAST),
-    (2, 4, FAST),
-    (2, 7, {**FAST, "cluster": "components", "keep": "score", "score_field": "score"}),
-    (2, 4, {**FAST, "verify": False}),
-    (2, 7, {**FAST, "min_jaccard": 0.6, "empty_as_duplicates": True}),
-    (2, 4, {**FAST, "output_format": "parquet"}),
-    (2, 7, {"max_distance": 12}),  # 256 bits, ids from the "id" field: not named, found
-    (1, 4, FAST),
+    (3, 7, FAST, "tables"),
+    (3, 7, FAST, "tiles"),
+    (3, 4, {**FAST, "keep": "longest"}, "tables"),
+    (3, 1, FAST, "tables"),
+    (2, 4, FAST, "tables"),
+    (2, 7, {**FAST, "cluster": "components", "keep": "score", "score_field": "score"}, "tables"),
+    (2, 4, {**FAST, "verify": False}, "tables"),
+    (2, 4, {**FAST, "verify": False}, "tiles"),
+    (2, 7, {**FAST, "min_jaccard": 0.6, "empty_as_duplicates": True}, "tiles"),
+    (2, 4, {**FAST, "output_format": "parquet"}, "tables"),
+    (2, 7, {"max_distance": 12}, "tables"),  # 256 bits, ids from the "id" field: not named
+    (2, 4, {"min_cosine": 0.8}, "features"),  # the defaults: the feature join
+    (2, 4, {"min_cosine": 0.8, "candidates": "codes"}, "auto"),  # radius 68: the tiles
+    (1, 7, {"min_jaccard": 0.6, "keep": "longest"}, "features"),
+    (1, 4, FAST, "tables"),
+    (1, 7, FAST, "tiles"),
 ]
 
 
-@pytest.mark.parametrize(("n_workers", "n_parts", "options"), RUNS)
-def test_same_result_as_one_machine(corpus, cluster, tmp_path, n_workers, n_parts, options):
+@pytest.mark.parametrize(("n_workers", "n_parts", "options", "join"), RUNS)
+def test_same_result_as_one_machine(
+    corpus, cluster, tmp_path, monkeypatch, force_join, n_workers, n_parts, options, join
+):
     root, layouts = corpus
+    if join in ("auto", "features"):
+        monkeypatch.undo()  # the planner's choice, or no plan (the features)
+    else:
+        force_join(join)
     with _client_with(cluster, n_workers) as client:
         assert len(client.scheduler_info()["workers"]) == n_workers
         result = dedup(layouts[n_parts], tmp_path, client=client, **options)
+    spread = result.summary["distributed"]
+    assert spread["join"]["method"] == ("tiles" if join == "auto" else join)
+    assert (spread["feature_shuffle_bytes"] > 0) == (join == "features")
+    # the planner's runs label their small graphs in one task, the others by rounds
+    assert (spread["label_rounds"] == 0) == (join in ("auto", "features"))
+    assert (spread["tables"] > 0) == (spread["join"]["method"] == "tables")
+    assert (spread["tile_tasks"] > 0) == (spread["join"]["method"] == "tiles")
     single = _assert_same(root, tmp_path, options)
     np.testing.assert_array_equal(result.removed, np.flatnonzero(~single.kept))
     same = ("documents", "kept", "removed", "clusters", "largest_cluster", "candidate_code_pairs")
-    for name in same:
+    for name in (*same, "distinct_codes"):
         assert result.summary["results"][name] == single.summary["results"][name], name
     assert result.summary["results"]["removed"] > 50
     assert result.summary["cluster_sizes"] == single.summary["cluster_sizes"]
@@ -253,13 +281,35 @@ def test_outputs(corpus, cluster, tmp_path):
     assert summary["results"] == result.summary["results"]
     shuffle = summary["distributed"]
     assert shuffle["tables"] == 9
-    # (row, code) per distinct code and table: 8 + 16 bytes at 128 bits
-    distinct = summary["results"]["distinct_codes"]
+    # (row, code) per distinct code and table: 8 + 16 bytes at 128 bits; the 4 featureless
+    # documents have a code each, as on one machine, and are never joined
+    distinct = summary["results"]["distinct_codes"] - 4
     assert shuffle["table_shuffle_bytes"] == 24 * distinct * 9
     # (row, code) per featured document, 8 + 16 bytes at 128 bits, and the featureless rows
     assert shuffle["collapse_shuffle_bytes"] == 24 * (N_DOCS - 4) + 8 * 4
     assert shuffle["cluster_groups"] == 2
     assert 0 < summary["results"]["pairs_verified"] <= summary["results"]["candidate_code_pairs"]
+    assert shuffle["join"]["method"] == "tables"
+    assert shuffle["tile_tasks"] == shuffle["tile_shuffle_bytes"] == 0
+
+
+def test_outputs_of_the_tiles(corpus, cluster, tmp_path, force_join):
+    _, layouts = corpus
+    force_join("tiles")
+    with _client_with(cluster, 1) as client:
+        result = dedup(layouts[4], tmp_path, client=client, **FAST)
+    shuffle = result.summary["distributed"]
+    assert shuffle["tables"] == shuffle["table_shuffle_bytes"] == shuffle["share_tasks"] == 0
+    assert shuffle["blocks"] == []
+    # one task per pair of pieces; (row, code) per distinct code, shipped once to its piece
+    k = shuffle["join"]["pieces"]
+    assert k >= 3
+    assert shuffle["tile_tasks"] == k * (k + 1) // 2
+    # the 4 featureless documents' codes are never joined
+    assert shuffle["tile_shuffle_bytes"] == 24 * (result.summary["results"]["distinct_codes"] - 4)
+    estimates = shuffle["join"]["estimates_s"]
+    assert set(estimates) == {"tables", "tiles"}
+    assert shuffle["join"]["single_machine"]["method"] in ("brute", "mih")
 
 
 @pytest.mark.parametrize("fmt", ["jsonl", "parquet"])

@@ -217,3 +217,25 @@ def test_dealt_groups_are_balanced_around_heavy_components(sizes, n_groups):
     assert load.sum() == work[:, 1].sum()
     # heavy ones go to the lightest group: one takes another only while at most the average
     assert load.max() <= max(light.max(), load.sum() / n_groups + heavy[:, 1].max(initial=0))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n_nodes=st.integers(1, 200),
+    n_edges=st.integers(0, 300),
+    n_shards=st.integers(1, 5),
+    chunks=st.integers(1, 4),
+)
+def test_one_task_gives_the_rounds_labels(seed, n_nodes, n_edges, n_shards, chunks):
+    rng = np.random.default_rng(seed)
+    names = np.sort(rng.choice(10**9, n_nodes, replace=False))
+    pairs = names[rng.integers(0, n_nodes, (n_edges, 2))]
+    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+    edges = [components.local_edges(p, n_shards) for p in np.array_split(pairs, chunks)]
+    stars = components.whole_stars(edges, n_shards)
+    at_once = [components.shard_labels([stars[j]]) for j in range(n_shards)]
+    by_rounds = _label(pairs, n_shards, chunks)
+    for (nodes, labels), (round_nodes, round_labels) in zip(at_once, by_rounds, strict=True):
+        np.testing.assert_array_equal(nodes, round_nodes)
+        np.testing.assert_array_equal(labels, round_labels)

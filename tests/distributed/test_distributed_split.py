@@ -176,7 +176,10 @@ def _run(corpus, out, monkeypatch, split_codes):
     return result, pairs[np.lexsort(pairs.T[::-1])]
 
 
-def test_split_buckets_give_the_unsplit_and_single_machine_result(corpus, tmp_path, monkeypatch):
+def test_split_buckets_give_the_unsplit_and_single_machine_result(
+    corpus, tmp_path, monkeypatch, force_join
+):
+    force_join("tables")  # the planner takes the tiles for so few codes
     whole, whole_pairs = _run(corpus, tmp_path / "whole", monkeypatch, tables.SPLIT_CODES)
     split, split_pairs = _run(corpus, tmp_path / "split", monkeypatch, 4)
     spread = split.summary["distributed"]

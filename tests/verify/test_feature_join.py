@@ -95,6 +95,47 @@ def test_small_windows_and_full_rooms_change_nothing(features, measure, value, w
         assert_exact(features, measure, value)
 
 
+@settings(max_examples=100, deadline=None)
+@given(
+    features=corpora(),
+    measure=st.sampled_from(["cosine", "jaccard"]),
+    value=THRESHOLDS,
+    n_blocks=st.integers(1, 7),
+    parts=st.integers(1, 4),
+    window=st.sampled_from([2, 5, 1 << 15]),
+)
+def test_blocks_probed_apart_find_the_joins_pairs_once(
+    features, measure, value, n_blocks, parts, window
+):
+    # blocks dealt to parts, each probed on its own from one index: every pair once, and the
+    # index is left as it was (the next part reads it unchanged)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_feature_join, "WINDOW_DOCS", window)
+        whole = feature_join(features, measure, value)
+        index = _feature_join.feature_index(features, measure, value)
+        cursor = index.index[-1].copy()
+        dealt = np.random.default_rng(n_blocks * parts).integers(0, parts, n_blocks)
+        found = [
+            _feature_join.probe_blocks(index, np.flatnonzero(dealt == p), n_blocks)
+            for p in range(parts)
+        ]
+    np.testing.assert_array_equal(index.index[-1], cursor)
+    pairs = np.concatenate([f.pairs for f in found])
+    similarity = np.concatenate([f.similarity for f in found])
+    order, expected = np.lexsort(pairs.T[::-1]), np.lexsort(whole.pairs.T[::-1])
+    np.testing.assert_array_equal(pairs[order], whole.pairs[expected])
+    np.testing.assert_array_equal(similarity[order], whole.similarity[expected])
+    assert sum(f.candidates for f in found) == whole.candidates
+
+
+def test_blocks_outside_the_range_are_refused():
+    index = _feature_join.feature_index(
+        DocumentFeatures.from_batch(featurize(["a b", "a b c"])), "cosine", 0.5
+    )
+    with pytest.raises(ValueError, match=r"blocks must lie in \[0, 3\), got \[3\]"):
+        _feature_join.probe_blocks(index, np.array([3]), 3)
+
+
 @settings(max_examples=40, deadline=None)
 @given(
     features=corpora(kinds=st.just("counts")),

@@ -1,0 +1,211 @@
+"""The exact feature join across workers: one index of every document, probed in shares.
+
+Where the single machine takes its candidates from the features (`gpusimhash.dedup.candidates`),
+so does the cluster, with the same pairs. Each partition hands the features and codes of its
+featured documents (`featured_documents`) to one index task (`index_documents`), which does
+what the single machine's `gpusimhash.dedup.candidates.feature_graph` does before it probes:
+identical codes collapsed, one representative per code and identical features, the
+representatives ordered by size key and their tails indexed
+(`gpusimhash.verify._feature_join.feature_index`), all in global row order, so that the index
+is the single machine's. The probing, nearly all of the join's work, is split by the
+documents that probe: share ``s`` of ``k`` probes the blocks ``s, s + k, ...`` of the index
+(`probe_share`; `gpusimhash.verify._feature_join.probe_blocks`), each on the index shipped
+once to its worker. Every passing pair of documents is found by exactly one share; each share
+names its pairs by their codes' lowest rows, as the table and tile tasks do. Where some code
+has two representatives (documents of that code with other features), two shares may find
+one pair of codes, and the pairs are shuffled by a hash of the pair (`route_pairs`) to tasks
+that keep each once (`distinct_pairs`); otherwise each share's pairs are already distinct.
+
+The index holds every featured document's features on one worker (about 100 bytes per feature
+entry, index included), the limit of this join's size.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from gpusimhash._cpu._runtime import threads
+from gpusimhash.codes import code_words
+from gpusimhash.distributed._partitions import Part
+from gpusimhash.distributed._routing import destination, split_by
+from gpusimhash.join._groups import collapse
+from gpusimhash.verify._feature_join import (
+    FeatureIndex,
+    check_pairs,
+    feature_index,
+    probe_blocks,
+)
+from gpusimhash.verify._features import DocumentFeatures
+from gpusimhash.verify._threshold import Threshold
+from gpusimhash.verify._units import feature_units
+
+__all__ = [
+    "IndexedDocuments",
+    "check_passing",
+    "distinct_pairs",
+    "featured_bytes",
+    "featured_documents",
+    "index_documents",
+    "index_summary",
+    "probe_share",
+    "route_pairs",
+]
+
+_BLOCKS_PER_THREAD = 2  # blocks of each share per thread of the index's worker
+_SALT = 0x6665  # pairs are not routed as the codes are
+
+
+@dataclass(frozen=True)
+class IndexedDocuments:
+    """The representatives of every code and feature set, indexed (the index task's result).
+
+    Attributes
+    ----------
+    index : FeatureIndex
+        The representatives' index, in the single machine's order.
+    code_rows : ndarray, dtype int64
+        The lowest global row of each representative's code (the code's name in the pairs).
+    n_blocks : int
+        Blocks of the index, dealt to the shares in turn.
+    distinct_codes : int
+        Distinct codes of the featured documents.
+
+    Notes
+    -----
+    With one representative per code, a pair of codes comes from one pair of documents, found
+    by one share: the shares' pairs need no deduplication (`shared_codes`).
+    """
+
+    index: FeatureIndex
+    code_rows: np.ndarray
+    n_blocks: int
+    distinct_codes: int
+
+    @property
+    def shared_codes(self) -> bool:
+        """Whether some code has two representatives (documents of other features)."""
+        return self.distinct_codes < self.index.n_docs
+
+
+def featured_documents(part: Part, offset: int) -> tuple[np.ndarray, np.ndarray, DocumentFeatures]:
+    """Return the global rows, codes (uint64 words) and features of a partition's featured documents (a task)."""
+    local = np.flatnonzero(part.features.sizes > 0)
+    return local + offset, code_words(part.codes[local]), part.features.take(local)
+
+
+def index_documents(
+    parts: list[tuple[np.ndarray, np.ndarray, DocumentFeatures]],
+    limit: Threshold,
+    shares: int,
+) -> IndexedDocuments:
+    """Collapse the codes, choose the representatives and index them, as one machine (a task).
+
+    Parameters
+    ----------
+    parts : list of (rows, words, features)
+        Every partition's featured documents, in partition order (`featured_documents`).
+    limit : Threshold
+        A verified threshold above 0.
+    shares : int
+        The shares that will probe the index: each has two blocks per thread of the compiled
+        loops of this worker.
+
+    Returns
+    -------
+    IndexedDocuments
+    """
+    rows = np.concatenate([np.zeros(0, np.int64), *(p[0] for p in parts)])
+    n_words = parts[0][1].shape[1] if parts else 1
+    words = np.concatenate([np.zeros((0, n_words), np.uint64), *(p[1] for p in parts)])
+    features = DocumentFeatures.concatenate([p[2] for p in parts])
+    unique, inverse = collapse(words)
+    _, representative = feature_units(inverse, features, np.arange(features.n_docs), False)
+    # rows ascend, so a code's first document is its lowest
+    first = np.full(unique.shape[0], rows.size, dtype=np.int64)
+    np.minimum.at(first, inverse, np.arange(rows.size))
+    index = feature_index(features.take(representative), limit.measure, limit.value)
+    return IndexedDocuments(
+        index=index,
+        code_rows=rows[first[inverse[representative]]],
+        n_blocks=shares * _BLOCKS_PER_THREAD * threads(),
+        distinct_codes=int(unique.shape[0]),
+    )
+
+
+def probe_share(
+    indexed: IndexedDocuments, share: int, shares: int, max_pairs: int | None
+) -> tuple[np.ndarray, int]:
+    """Probe one share of the index's blocks; name the passing pairs by their codes (a task).
+
+    Parameters
+    ----------
+    indexed : IndexedDocuments
+        The index (left unchanged).
+    share, shares : int
+        This share, of how many: it probes blocks ``share, share + shares, ...``.
+    max_pairs : int, optional
+        Refuse more passing pairs of documents than this (the whole join's budget).
+
+    Returns
+    -------
+    pairs : ndarray, shape (p, 2), dtype int64
+        ``(a, b)``, ``a < b``: the lowest rows of two distinct codes of which some pair of
+        documents passes, each once.
+    passing : int
+        Passing pairs of documents found.
+    """
+    blocks = np.arange(share, indexed.n_blocks, shares)
+    found = probe_blocks(indexed.index, blocks, indexed.n_blocks, max_pairs=max_pairs)
+    a, b = indexed.code_rows[found.pairs[:, 0]], indexed.code_rows[found.pairs[:, 1]]
+    differ = a != b
+    pairs = np.stack([np.minimum(a, b)[differ], np.maximum(a, b)[differ]], axis=1)
+    return _distinct(pairs), int(found.pairs.shape[0])
+
+
+def featured_bytes(featured: tuple[np.ndarray, np.ndarray, DocumentFeatures]) -> int:
+    """Return the bytes of a partition's featured documents, rows, codes and features."""
+    rows, words, features = featured
+    return int(rows.nbytes + words.nbytes + features.nbytes)
+
+
+def index_summary(indexed: IndexedDocuments) -> tuple[int, int, int, bool]:
+    """Return the distinct codes, the documents indexed, their indexed entries and whether some code has two representatives (a task)."""
+    return (
+        indexed.distinct_codes,
+        indexed.index.n_docs,
+        indexed.index.indexed,
+        indexed.shared_codes,
+    )
+
+
+def route_pairs(found: tuple[np.ndarray, int], n_tasks: int) -> list[np.ndarray]:
+    """Split a share's pairs by a hash of the pair, for `distinct_pairs` (a task)."""
+    pairs = found[0]
+    task = destination(pairs.astype(np.uint64), n_tasks, salt=_SALT)
+    return [p[0] for p in split_by(task, n_tasks, pairs)]
+
+
+def distinct_pairs(pieces: list[np.ndarray]) -> np.ndarray:
+    """Keep each pair of codes once, from every share's piece of this task (a task).
+
+    Examples
+    --------
+    >>> distinct_pairs([np.array([[1, 5], [2, 3]]), np.array([[1, 5]])]).tolist()
+    [[1, 5], [2, 3]]
+    """
+    return _distinct(np.concatenate([np.zeros((0, 2), np.int64), *pieces]))
+
+
+def _distinct(pairs: np.ndarray) -> np.ndarray:
+    """Return the distinct rows of pairs, by first then second column."""
+    pairs = pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
+    fresh = np.ones(len(pairs), dtype=bool)
+    fresh[1:] = (pairs[1:] != pairs[:-1]).any(axis=1)
+    return pairs[fresh]
+
+
+def check_passing(passing: int, limit: Threshold, max_pairs: int | None) -> None:
+    """Refuse, as one machine does, more passing pairs of documents than ``max_pairs``."""
+    check_pairs(passing, max_pairs, limit.measure, limit.value)

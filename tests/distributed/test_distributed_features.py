@@ -1,0 +1,94 @@
+"""The cluster's feature join: shares of one index give the single machine's pairs of codes."""
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpusimhash.codes import code_words
+from gpusimhash.datasets.synth import CorpusSpec, generate
+from gpusimhash.dedup.candidates import feature_graph
+from gpusimhash.distributed import _features as features
+from gpusimhash.fingerprinting import featurize, fingerprint_batch
+from gpusimhash.verify._features import DocumentFeatures
+from gpusimhash.verify._threshold import plan_threshold
+
+TEXTS = [d.text for d in generate(CorpusSpec(n_docs=600, seed=5))]
+BATCH = featurize(TEXTS)
+FEATURES = DocumentFeatures.from_batch(BATCH)
+CODES = fingerprint_batch(BATCH, "cpu", bits=64, seed=0)
+
+
+def _single_machine_pairs(limit):
+    """The pairs of codes one machine joins, named by each code's lowest row."""
+    graph = feature_graph(CODES, FEATURES, limit)
+    lowest = np.full(graph.n_unique, CODES.shape[0])
+    np.minimum.at(lowest, graph.inverse, np.arange(CODES.shape[0]))
+    rows = []
+    for a in range(graph.n_unique):
+        for b in graph.neighbours[graph.offsets[a] : graph.offsets[a + 1]]:
+            if a < b:
+                rows.append(sorted((lowest[a], lowest[b])))
+    return np.array(sorted(rows), dtype=np.int64).reshape(-1, 2)
+
+
+def _parts(bounds):
+    """The partitions' featured documents, as `featured_documents` hands them out."""
+    out = []
+    for lo, hi in itertools.pairwise(bounds):
+        local = np.arange(lo, hi)
+        out.append((local, code_words(CODES[local]), FEATURES.take(local)))
+    return out
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    cuts=st.lists(st.integers(0, len(TEXTS)), max_size=4),
+    shares=st.integers(1, 5),
+    n_tasks=st.integers(1, 4),
+    measure=st.sampled_from([("min_cosine", 0.8), ("min_cosine", 0.6), ("min_jaccard", 0.7)]),
+)
+def test_shares_give_the_single_machines_pairs_once(cuts, shares, n_tasks, measure):
+    limit = plan_threshold(64, **{measure[0]: measure[1]})
+    bounds = [0, *sorted(cuts), len(TEXTS)]
+    indexed = features.index_documents(_parts(bounds), limit, shares)
+    found = [features.probe_share(indexed, s, shares, None) for s in range(shares)]
+    routed = [features.route_pairs(f, n_tasks) for f in found]
+    kept = [features.distinct_pairs([r[j] for r in routed]) for j in range(n_tasks)]
+    pairs = np.concatenate(kept)
+    expected = _single_machine_pairs(limit)
+    assert len(expected) > 20
+    assert (pairs[:, 0] < pairs[:, 1]).all()
+    np.testing.assert_array_equal(pairs[np.lexsort(pairs.T[::-1])], expected)
+    assert features.index_summary(indexed)[0] == np.unique(CODES, axis=0).shape[0]
+    # one representative per code: the shares' pairs are distinct as they come
+    direct = np.concatenate([f[0] for f in found])
+    distinct = np.unique(direct, axis=0).shape[0] == direct.shape[0]
+    assert distinct or indexed.shared_codes
+
+
+def test_a_code_of_two_feature_sets_is_deduplicated():
+    # documents 0 and 1 share a code but not their features: both pair with document 2
+    texts = ["red fox jumps", "red fox leaps", "red fox jumps high"]
+    batch = featurize(texts)
+    words = np.zeros((3, 1), np.uint64)
+    words[2] = 1
+    parts = [(np.arange(3), words, DocumentFeatures.from_batch(batch))]
+    indexed = features.index_documents(parts, plan_threshold(64, min_cosine=0.5), 1)
+    assert indexed.shared_codes
+    pairs, passing = features.probe_share(indexed, 0, 1, None)
+    assert passing == 3  # (0, 1) within the code, (0, 2), (1, 2)
+    assert pairs.tolist() == [[0, 2]]
+
+
+def test_the_budget_is_the_whole_joins():
+    limit = plan_threshold(64)
+    indexed = features.index_documents(_parts([0, len(TEXTS)]), limit, 2)
+    passing = sum(features.probe_share(indexed, s, 2, None)[1] for s in range(2))
+    features.check_passing(passing, limit, passing)
+    with pytest.raises(
+        ValueError, match=rf"{passing:,} document pairs .* budget of {passing - 1:,}"
+    ):
+        features.check_passing(passing, limit, passing - 1)
