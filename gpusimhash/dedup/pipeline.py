@@ -53,6 +53,7 @@ from gpusimhash.evaluation import removal_scores
 from gpusimhash.features import FeatureBatch
 from gpusimhash.fingerprinting import FingerprintSettings, fingerprint_batch, resolve_device
 from gpusimhash.io import consumed
+from gpusimhash.io.parquet_schema import annotated_schema, input_schema
 from gpusimhash.io.readers import DocumentBatch as Batch
 from gpusimhash.io.records import (
     record_scores,
@@ -167,6 +168,7 @@ def run(
     """
     source, out_dir = Source.of(path, options.reading), Path(out_dir)
     states = source.states()  # read more than once: no pipe, checked after the last read
+    schema = _kept_schema(source, options)  # before any work: inputs of different schemas
     limit = options.threshold(settings.bits)
     checked = None if options.against is None else Against.open(options.against, settings)
     device = resolve_device(options.device, uses=("fingerprint", "join"))
@@ -230,7 +232,15 @@ def run(
     files: dict[str, str] = {}
     with timer.stage("write", total=n) as bar:
         ids, texts = write_kept(
-            source, out_dir, options.output_format, options.annotate, clusters, wanted, files, bar
+            source,
+            out_dir,
+            options.output_format,
+            options.annotate,
+            clusters,
+            wanted,
+            files,
+            bar,
+            schema,
         )
         cluster = write_duplicates(out_dir, options.output_format, clusters, ids, first, files)
     # every id (one more read of the input), or rows as ids
@@ -298,6 +308,16 @@ def run(
 
 
 # ---------------------------------------------------------------- stages
+
+
+def _kept_schema(source: Source, options: DedupOptions) -> Any:
+    """Return the kept (or annotated) file's Arrow schema (Parquet output of Parquet inputs)."""
+    if options.output_format != "parquet":
+        return None
+    schema = input_schema(source.paths, options.reading.format)
+    if schema is not None and options.annotate:
+        schema = annotated_schema(schema, source.id_field, source.name)
+    return schema
 
 
 def _fingerprint_pass(

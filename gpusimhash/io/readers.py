@@ -86,12 +86,16 @@ class DocumentBatch:
     records : list of dict or None
         The full input records (every field), when asked for; for plain text
         ``{"id": row, "text": line}``.
+    table : pyarrow.Table or None
+        For a Parquet file read with its records, the same records as Arrow data, with the
+        file's schema (what Parquet output writes back; Python values lose some types).
     """
 
     rows: np.ndarray
     ids: list[Any]
     texts: list[str]
     records: list[dict[str, Any]] | None
+    table: Any = None
 
     def __len__(self) -> int:
         """Return the number of documents."""
@@ -349,11 +353,15 @@ def _batched(rows: Iterator[Row], batch_size: int, keep_records: bool) -> Iterat
 
 
 def _batch(
-    first: int, ids: list[Any], texts: list[str], records: list[dict[str, Any]] | None
+    first: int,
+    ids: list[Any],
+    texts: list[str],
+    records: list[dict[str, Any]] | None,
+    table: Any = None,
 ) -> DocumentBatch:
     """Build a batch whose first document is row ``first``."""
     rows = np.arange(first, first + len(texts), dtype=np.int64)
-    return DocumentBatch(rows, ids, texts, records)
+    return DocumentBatch(rows, ids, texts, records, table)
 
 
 def _where(path: Path, line: int) -> str:
@@ -637,12 +645,17 @@ def _parquet_batches(
                 texts.append(text)
                 ids.append(first + len(good) if doc_id is None else doc_id)
                 good.append(k)
-            records = None
+            records = table = None
             if keep_records:
                 every = record_batch.to_pylist()
                 records = every if len(good) == n else [every[k] for k in good]
+                table = pa.Table.from_batches([record_batch])
+                if len(good) < n:
+                    from gpusimhash.io.parquet_schema import take_rows
+
+                    table = take_rows(table, np.array(good))
             if texts:
-                yield _batch(first, ids, texts, records)
+                yield _batch(first, ids, texts, records, table)
             first += len(texts)
             position += n
     except (pa.ArrowException, OSError, ValueError) as error:  # damaged pages, bad UTF-8

@@ -61,6 +61,10 @@ class RecordWriter:
     format : str, optional
         ``"jsonl"``, ``"parquet"`` or ``"csv"``; default: from the name (anything but Parquet
         or CSV is JSONL).
+    schema : pyarrow.Schema, optional
+        Parquet only: the file's schema, fixed from the start (for example an input's own):
+        records are converted to it and Arrow data (`write_table`) must have its columns;
+        default: inferred from the records, batch by batch.
 
     Raises
     ------
@@ -81,7 +85,7 @@ class RecordWriter:
     ['{"id": 1, "text": "a cat"}']
     """
 
-    def __init__(self, path: str | Path, format: str | None = None) -> None:
+    def __init__(self, path: str | Path, format: str | None = None, *, schema: Any = None) -> None:
         self.path = Path(path)
         if format is None:
             detected = detect_format(self.path)
@@ -90,7 +94,10 @@ class RecordWriter:
             raise ValueError(
                 f"output format must be one of {', '.join(OUTPUT_FORMATS)}, got {format!r}"
             )
+        if schema is not None and format != "parquet":
+            raise ValueError(f"a schema is for Parquet output, not {format}")
         self.format = format
+        self._schema = schema
         self._gzip = format != "parquet" and self.path.name.lower().endswith(".gz")
         self._pq: Any = require_pyarrow() if format == "parquet" else None
         self._parquet: Any = None  # a pyarrow ParquetWriter once the first batch is written
@@ -100,6 +107,8 @@ class RecordWriter:
         try:
             self._raw: IO[bytes] = os.fdopen(handle, "wb")
             self._stream: IO[bytes] | gzip.GzipFile = self._compressing(self._raw)
+            if schema is not None and self._pq is not None:  # Parquet, checked above
+                self._parquet = self._pq.ParquetWriter(self._raw, schema)
         except BaseException:  # an interrupt included: no temporary file may stay behind
             self._temp.unlink(missing_ok=True)
             raise
@@ -191,10 +200,47 @@ class RecordWriter:
         self._temp.unlink(missing_ok=True)
         self._raw, self._stream, self._temp = raw, stream, temporary
 
+    def write_table(self, table: Any) -> None:
+        """Append Arrow data as one Parquet row group (a writer made with a ``schema``).
+
+        Parameters
+        ----------
+        table : pyarrow.Table or pyarrow.RecordBatch
+            The schema's columns, in any order, of the schema's types (nullability may differ).
+
+        Raises
+        ------
+        ValueError
+            A column missing or of another type.
+        """
+        import pyarrow as pa
+
+        if self._schema is None:
+            raise ValueError("write_table needs a writer made with a schema")
+        if isinstance(table, pa.RecordBatch):
+            table = pa.Table.from_batches([table])
+        try:
+            table = table.select(self._schema.names).cast(self._schema)
+        except (pa.ArrowException, KeyError, ValueError) as error:
+            raise ValueError(
+                f"{self.path}: data does not fit the file's schema ({error})"
+            ) from None
+        self._parquet.write_table(table)
+        self.count += table.num_rows
+
     def _write_parquet(self, records: list[dict[str, Any]]) -> None:
         """Append records as one Parquet row group, widening the columns when they must grow."""
         import pyarrow as pa
 
+        if self._schema is not None:
+            try:
+                table = pa.Table.from_pylist(records, schema=self._schema)
+            except (pa.ArrowException, TypeError, ValueError) as error:
+                raise ValueError(
+                    f"{self.path}: records do not fit the file's schema ({error})"
+                ) from None
+            self._parquet.write_table(table)
+            return
         schema = self._parquet.schema if self._parquet is not None else pa.schema([])
         names = list(dict.fromkeys([*schema.names, *(k for r in records for k in r)]))
         columns = {}
