@@ -4,9 +4,9 @@ Both peers run what `gpusimhash.dedup.pipeline`'s fingerprint stage runs per bat
 featurize on the CPU, keep the merged features, fingerprint them, count code points), without
 the spill to disk; only the reading differs:
 
-- ``str``: ``read_batches(format="text")`` (one Python string per line, as before issue 12);
+- ``str``: ``read_batches(format="text")`` (one Python string per line);
 - ``bytes``: ``io.lines.document_batches`` (`Utf8Texts` blocks, no string per line), what
-  ``dedup`` and ``index build/add`` now use for plain text.
+  ``dedup`` and ``index build/add`` use for plain text.
 
 Each peer also runs reading alone. The peers alternate, best of ``--repeats``; the codes of
 both are checked equal. Wall seconds and CPU seconds (``time.process_time``, every thread of the

@@ -1,10 +1,10 @@
-"""What verification costs and changes in dedup: old defaults, no verification, verified, side by side.
+"""What verification costs and changes in dedup: settings without and with verification, side by side.
 
 Runs `dedup_file` (the CLI's pipeline, CPU) on the first ``--docs`` lines of the corpus for five
-settings in one run: the old defaults (128 bits, estimated cosine 0.9, connected components),
-256 bits without verification at estimated cosine 0.8, the new defaults (verified exact cosine
-0.8, candidate recall 0.99, star clusters), the same with candidate recall 0.5 (the estimate's
-radius), and verified cosine 0.9. Records stage timings, removals, the largest cluster and the
+settings in one run: 128 bits without verification at estimated cosine 0.9 with connected
+components, 256 bits without verification at estimated cosine 0.8, the defaults (verified
+exact cosine 0.8, candidate recall 0.99, star clusters), the same with candidate recall 0.5
+(the estimate's radius), and verified cosine 0.9. Records stage timings, removals, the largest cluster and the
 removed documents below the threshold against their kept one.
 
     python bench/bench_dedup_verify.py [CORPUS] [--docs 100000] [--settings 1 3]
@@ -42,7 +42,7 @@ from gpusimhash.datasets.synth import CorpusSpec, generate
 from gpusimhash.dedup.pipeline import dedup_file
 
 SETTINGS = {
-    "old defaults: 128 bits, estimated cosine 0.9, components": {
+    "128 bits, estimated cosine 0.9, components": {
         "bits": 128,
         "verify": False,
         "cluster": "components",
@@ -54,7 +54,7 @@ SETTINGS = {
         "cluster": "components",
         "min_cosine": 0.8,
     },
-    "new defaults: 256 bits, verified cosine 0.8, stars": {"bits": 256},
+    "defaults: 256 bits, verified cosine 0.8, stars": {"bits": 256},
     "verified cosine 0.8, candidate recall 0.5": {"bits": 256, "candidate_recall": 0.5},
     "verified cosine 0.9": {"bits": 256, "min_cosine": 0.9},
 }

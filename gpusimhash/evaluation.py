@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from gpusimhash import _segments, _validate
 from gpusimhash.text import TextFeaturizer
@@ -257,6 +256,8 @@ def true_cosines(
     n = len(texts_a)
     batch = featurizer.transform(list(texts_a) + list(texts_b))
     distinct, column = np.unique(batch.states, return_inverse=True)
+    import scipy.sparse as sp  # imported where used: SciPy takes a while to import
+
     matrix = sp.csr_matrix(
         (batch.entry_weights(), column.ravel(), batch.offsets), shape=(2 * n, distinct.size)
     )

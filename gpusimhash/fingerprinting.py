@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import itertools
+import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from gpusimhash import _backend, _missing, _validate
 from gpusimhash._batching import chunks
@@ -19,6 +19,15 @@ from gpusimhash.utf8 import Utf8Texts, is_arrow_text
 from gpusimhash.vectors import sparse_batches, vectors_batch
 
 DEFAULT_BATCH_SIZE = 131_072
+
+
+def _is_sparse(vectors: Any) -> bool:
+    """Tell whether ``vectors`` is a SciPy sparse matrix, without importing SciPy.
+
+    Unless SciPy's sparse module is imported already, nothing can be one of its matrices.
+    """
+    sparse = sys.modules.get("scipy.sparse")
+    return sparse is not None and bool(sparse.issparse(vectors))
 
 
 def resolve_device(device: str, uses: Sequence[str] = ("fingerprint",)) -> str:
@@ -169,7 +178,7 @@ def _batches(
         for first in range(0, len(vectors), batch_size):
             yield "utf8", first, vectors[first : first + batch_size]
         return
-    if sp.issparse(vectors):
+    if _is_sparse(vectors):
         if vocabulary is None:
             raise ValueError("a sparse matrix needs vocabulary= (the feature of each column)")
         for first, batch in sparse_batches(vectors, vocabulary, batch_size):

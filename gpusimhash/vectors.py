@@ -7,7 +7,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from gpusimhash.features import FeatureBatch
 from gpusimhash.hashing import feature_states
@@ -150,6 +149,8 @@ def sparse_batches(
     ValueError
         A vocabulary whose length is not the column count, or a non-finite entry.
     """
+    import scipy.sparse as sp  # only for sparse input: SciPy takes a while to import
+
     csr = sp.csr_matrix(matrix)
     if not np.issubdtype(csr.dtype, np.number) or np.issubdtype(csr.dtype, np.complexfloating):
         raise TypeError(f"sparse matrix must hold real numbers, got dtype {csr.dtype}")

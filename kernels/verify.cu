@@ -1,4 +1,4 @@
-// Exact similarities of candidate pairs from the documents' sorted features (issue 10).
+// Exact similarities of candidate pairs from the documents' sorted features.
 //
 // Each document is a run of distinct feature states in ascending order with their summed
 // weights (gpusimhash.search.verify.DocumentFeatures), its exponent e (max |w| = m * 2**e,

@@ -37,7 +37,7 @@ def fingerprint_batch(batch: FeatureBatch, *, bits: int, seed: int) -> np.ndarra
     hashes = seed_states(batch.states, seed)
     if batch.weights is None:  # unit weights: bit-sliced counters, the same bits
         offsets = np.ascontiguousarray(batch.offsets)
-        return parallel_call(accumulate_unit_codes, hashes, offsets, bits)
+        return parallel_call(accumulate_unit_codes, hashes, offsets, bits, items=hashes.size)
     weights = quantize(batch.entry_weights(), batch.offsets)
     offsets = np.ascontiguousarray(batch.offsets)
-    return parallel_call(accumulate_codes, hashes, offsets, weights, bits)
+    return parallel_call(accumulate_codes, hashes, offsets, weights, bits, items=hashes.size)

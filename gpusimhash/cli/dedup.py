@@ -11,12 +11,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from gpusimhash._choices import CLUSTERINGS, OUTPUT_FORMATS, POLICIES
+from gpusimhash._choices import CANDIDATE_SOURCES, CLUSTERINGS, OUTPUT_FORMATS, POLICIES
 from gpusimhash.cli import options
 from gpusimhash.cli.distributed import add_cluster_options, uses_cluster
 
 DEFAULT_REPORT_DIR = "gpusimhash-report"
-# chosen by measurement (bench/bench_quality.py, README): with verification, 256 bits need far
+# chosen by measurement (bench/bench_quality.py; docs/dedup.md): with verification, 256 bits need far
 # fewer candidates than 128; an exact cosine of 0.8 reaches removal precision 1.0 at recall 0.978
 # on the bundled sample. The library's own defaults (gpusimhash.verify), restated here so
 # that the command line starts without importing NumPy; a test checks that they agree.
@@ -88,11 +88,21 @@ def add_dedup_command(commands: Any) -> None:
         "threshold are near-duplicates",
     )
     verification.add_argument(
+        "--candidates",
+        choices=CANDIDATE_SOURCES,
+        default="auto",
+        help="where candidate pairs come from: features (an exact join on the documents' "
+        "features: no pair at the threshold is missed), codes (pairs of codes within the "
+        "candidate radius), or auto: features when verifying on the CPU without "
+        "--max-distance or --recall, else codes",
+    )
+    verification.add_argument(
         "--candidate-recall",
         type=candidate_recall,
         default=DEFAULT_CANDIDATE_RECALL,
-        help="probability that a pair exactly at the threshold becomes a candidate (binomial "
-        "SimHash model; optimistic for very short documents)",
+        help="with candidates from the codes: probability that a pair exactly at the "
+        "threshold becomes a candidate (binomial SimHash model; optimistic for very short "
+        "documents)",
     )
     verification.add_argument(
         "--cluster",
@@ -245,6 +255,7 @@ def run_dedup(args: argparse.Namespace) -> int:
             min_cosine=args.min_cosine,
             min_jaccard=args.min_jaccard,
             verify=args.verify,
+            candidates=args.candidates,
             candidate_recall=args.candidate_recall,
             cluster=args.cluster,
             empty_as_duplicates=args.empty_as_duplicates,

@@ -297,6 +297,7 @@ def unit_stars(
             float(value),
             _TENTATIVE_CENTRES,
             _TENTATIVE_CANDIDATES,
+            items=graph.neighbours.size,  # the candidate pairs, twice
         )
     return best, unit_kept, unit_similarity, verified
 

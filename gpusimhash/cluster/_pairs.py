@@ -17,8 +17,6 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.sparse.csgraph import connected_components
 
 from gpusimhash._choices import POLICIES
 from gpusimhash._cpu._verify_loops import star_assign
@@ -68,6 +66,9 @@ def cluster_labels(pairs: Any, n: int) -> np.ndarray:
     if pairs.size and (pairs.min() < 0 or pairs.max() >= n):
         bad = pairs.min() if pairs.min() < 0 else pairs.max()
         raise ValueError(f"pairs must index documents in [0, {n}), got {bad}")
+    import scipy.sparse as sp  # imported where used: SciPy takes a while to import
+    from scipy.sparse.csgraph import connected_components
+
     graph = sp.coo_matrix(
         (np.ones(len(pairs), dtype=np.int8), (pairs[:, 0], pairs[:, 1])), shape=(n, n)
     )

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpusimhash._choices import CLUSTERINGS, OUTPUT_FORMATS, POLICIES
+from gpusimhash.dedup.candidates import candidate_source
 from gpusimhash.io.sources import Reading
 from gpusimhash.join._budget import MAX_CANDIDATE_PAIRS
 from gpusimhash.verify._threshold import DEFAULT_CANDIDATE_RECALL, Threshold, plan_threshold
@@ -30,9 +31,14 @@ class DedupOptions:
         Hamming radius, a minimum estimated cosine or Jaccard similarity (default: cosine 0.8).
     verify : bool
         Verify every candidate pair on its features (`gpusimhash.verify_pairs`).
+    candidates : {"auto", "features", "codes"}
+        Where candidate pairs come from (`gpusimhash.dedup.candidates`): the exact feature
+        join, which misses no pair at the threshold, or the codes within the candidate
+        radius. ``auto``: the features when verifying a threshold above 0 on the CPU without
+        ``max_distance`` or ``recall``, else the codes.
     candidate_recall : float
-        With verification and no ``max_distance``: the probability that a pair exactly at the
-        threshold is a candidate (`gpusimhash.candidate_radius`).
+        With candidates from the codes and no ``max_distance``: the probability that a pair
+        exactly at the threshold is a candidate (`gpusimhash.candidate_radius`).
     cluster : {"star", "components"}
         Star clusters, in which every removed document is a near-duplicate of the document kept
         for it, or connected components (which chain: the summary warns when their members
@@ -40,10 +46,12 @@ class DedupOptions:
     empty_as_duplicates : bool
         Featureless documents (no word) are duplicates of each other; otherwise each is kept.
     force : bool
-        Join even when the estimated number of candidate pairs is over the budget.
+        Join even when the number of candidate pairs is over the budget.
     max_candidate_pairs : int
-        The budget: most pairs of distinct codes the join may produce without ``force``
-        (estimated from a sample; the join holds about 40 bytes per pair at its peak).
+        The budget, without ``force``: most pairs of distinct codes the codes' join may
+        produce (estimated from a sample before it runs; the join holds about 40 bytes per
+        pair at its peak), or most pairs of documents at the threshold the feature join may
+        find (counted as it runs).
     recall : float, optional
         Use the approximate join (every pair within the radius found with at least this
         probability, none beyond it reported); default: the exact join.
@@ -93,6 +101,7 @@ class DedupOptions:
     min_cosine: float | None = None
     min_jaccard: float | None = None
     verify: bool = True
+    candidates: str = "auto"
     candidate_recall: float = DEFAULT_CANDIDATE_RECALL
     cluster: str = "star"
     empty_as_duplicates: bool = False
@@ -128,7 +137,30 @@ class DedupOptions:
             raise ValueError("add_kept needs an index to add to (against)")
         if self.annotate and self.against is not None:
             raise ValueError("annotate does not show matches against an index yet: not both")
-        self.threshold(8)  # checks the threshold options (the radius depends on the bits)
+        limit = self.threshold(8)  # checks the threshold options (the radius depends on bits)
+        self.candidate_source(limit, "cpu")  # checks the candidates against them
+
+    def candidate_source(self, limit: Threshold, device: str) -> str:
+        """Return where the candidates come from on ``device``: ``"features"`` or ``"codes"``.
+
+        Parameters
+        ----------
+        limit : Threshold
+            The run's threshold (`threshold`).
+        device : {"cpu", "gpu"}
+            Where the run joins.
+
+        Returns
+        -------
+        str
+        """
+        return candidate_source(
+            self.candidates,
+            limit,
+            device,
+            max_distance=self.max_distance,
+            recall=self.recall,
+        )
 
     @property
     def reading(self) -> Reading:

@@ -7,11 +7,15 @@ The stages, each timed by `StageTimer` and recorded in the summary's ``timings_s
    document has features and, where asked for, text lengths, scores and ground-truth labels
    stay in memory. Each batch's merged features go to temporary files
    (`gpusimhash.verify._spill`: 12 bytes per distinct feature and 24 per document).
-2. ``join``: the pairs of distinct codes a radius would produce are estimated from sampled
-   degrees, and a radius over budget is refused unless forced (and one whose pairs cannot fit
-   in the memory available, always); then every pair of distinct codes within the radius
-   (identical codes collapsed, featureless documents left out), exactly or with the
-   approximate join, as an int32 adjacency (`gpusimhash.join.CodeGraph`).
+2. ``join``: the candidate pairs (`gpusimhash.dedup.candidates`), identical codes collapsed
+   and featureless documents left out, as an int32 adjacency of distinct codes
+   (`gpusimhash.join.CodeGraph`). From the features: every pair of documents at or above
+   the threshold, by the exact feature join on the documents' features read back from the
+   spill (more passing pairs than the budget are refused unless forced). From the codes: the
+   pairs of distinct codes the radius would produce are estimated from sampled degrees, and
+   a radius over budget is refused unless forced (and one whose pairs cannot fit in the
+   memory available, always); then every pair of distinct codes within the radius, exactly
+   or with the approximate join.
 3. ``verify``: with verification, the features of the documents in candidate pairs (only
    those) are read back, and the clustering verifies the candidate pairs it needs on them
    (`gpusimhash.cluster._graph`: star clusters, or components, exactly those of
@@ -44,6 +48,7 @@ import numpy as np
 from gpusimhash.cluster._documents import Clustering, cluster_documents
 from gpusimhash.dedup import report
 from gpusimhash.dedup.against import Against
+from gpusimhash.dedup.candidates import feature_graph
 from gpusimhash.dedup.options import DedupOptions
 from gpusimhash.dedup.outputs import write_duplicates, write_kept, write_pairs
 from gpusimhash.dedup.results import Clusters, DedupResult, Fingerprints
@@ -185,18 +190,33 @@ def run(
         n = first.codes.shape[0]
         with timer.stage("join", unit="part"):
             has_features = first.has_features
-            estimate = check_budget(
-                first.codes[has_features],
-                limit.radius,
-                force=options.force,
-                budget=options.max_candidate_pairs,
-            )
-            graph = join_with_features(
-                first.codes,
-                has_features,
-                lambda codes: _join(codes, limit.radius, options.recall, device),
-                empty_as_duplicates=options.empty_as_duplicates,
-            )
+            if options.candidate_source(limit, device) == "features":
+                estimate = None
+                rows = np.flatnonzero(has_features)
+                graph = join_with_features(
+                    first.codes,
+                    has_features,
+                    lambda codes: feature_graph(
+                        codes,
+                        spill.gather(rows, narrow=True),
+                        limit,
+                        max_pairs=None if options.force else options.max_candidate_pairs,
+                    ),
+                    empty_as_duplicates=options.empty_as_duplicates,
+                )
+            else:
+                estimate = check_budget(
+                    first.codes[has_features],
+                    limit.radius,
+                    force=options.force,
+                    budget=options.max_candidate_pairs,
+                )
+                graph = join_with_features(
+                    first.codes,
+                    has_features,
+                    lambda codes: _join(codes, limit.radius, options.recall, device),
+                    empty_as_duplicates=options.empty_as_duplicates,
+                )
         with timer.stage("verify", unit="part"):
             # every verified pair, only where the ground truth's pair scores or --pairs need them
             every_pair = first.truth is not None or options.pairs
@@ -225,7 +245,7 @@ def run(
             clusters = dataclasses.replace(clusters, kept=kept)
     sample = None
     if options.report:
-        near = clustering.kept_pairs(limit.radius) if limit.verify else _sampled(graph)
+        near = clustering.kept_pairs(graph.max_distance) if limit.verify else _sampled(graph)
         view = report.ClusterView(clusters.labels, clusters.kept_rows, clusters.similarity)
         sample = report.sample_pairs(near, first.codes, settings.seed, clusters=view)
     wanted = set(sample["rows"].tolist()) if sample is not None else set()
@@ -286,7 +306,7 @@ def run(
         first,
         clusters,
         RunCounts(
-            estimated_candidate_pairs=round(estimate),
+            estimated_candidate_pairs=None if estimate is None else round(estimate),
             index_results={} if checked is None else checked.summary(),
             pairs_verified=clustering.pairs_verified,
             near_duplicate_pairs=n_pairs,

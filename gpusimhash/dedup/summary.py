@@ -1,7 +1,8 @@
 """``summary.json``: a run's settings, results, timings and files, as one JSON-safe dict.
 
 `run_summary` describes the settings and results, `finish_summary` adds the timings once the
-last stage is done; the keys are documented in the README's "Reading the summary".
+last stage is done; the keys are documented in the dedup guide (``docs/dedup.md``, "Reading the
+output").
 """
 
 from __future__ import annotations
@@ -38,11 +39,15 @@ def settings_summary(
     >>> from gpusimhash.dedup.options import DedupOptions
     >>> options = DedupOptions()
     >>> summary = settings_summary(FingerprintSettings(bits=64), options, options.threshold(64))
-    >>> summary["max_distance"], summary["join"], "device" in summary
-    (21, 'exact', False)
+    >>> summary["candidates"], summary["max_distance"], "device" in summary
+    ('features', None, False)
+    >>> options = DedupOptions(candidates="codes")
+    >>> settings_summary(FingerprintSettings(bits=64), options, options.threshold(64))["max_distance"]
+    21
     """
     featurizer, radius, recall = settings.featurizer, limit.radius, options.recall
     where = {} if device is None else {"device": device}
+    codes = options.candidate_source(limit, device or "cpu") == "codes"
     return {
         "bits": settings.bits,
         "seed": settings.seed,
@@ -50,14 +55,17 @@ def settings_summary(
         "analyzer": featurizer.analyzer,
         "ngram": featurizer.ngram,
         "weighting": featurizer.weighting,
-        "max_distance": radius,
+        "candidates": "codes" if codes else "features",
+        "max_distance": radius if codes else None,
         "join": "exact" if recall is None else f"approximate, recall >= {recall}",
-        "min_estimated_cosine": float(np.cos(np.pi * radius / settings.bits)),
+        "min_estimated_cosine": float(np.cos(np.pi * radius / settings.bits)) if codes else None,
         "verify": limit.verify,
         "similarity": limit.measure,
         "threshold": limit.value,
         "candidate_recall": (
-            options.candidate_recall if limit.verify and options.max_distance is None else None
+            options.candidate_recall
+            if codes and limit.verify and options.max_distance is None
+            else None
         ),
         "cluster": options.cluster,
         "empty_as_duplicates": options.empty_as_duplicates,
@@ -94,8 +102,8 @@ class RunCounts:
 
     Attributes
     ----------
-    estimated_candidate_pairs : int
-        The guard rail's estimate, before the join.
+    estimated_candidate_pairs : int or None
+        The guard rail's estimate, before a join of the codes (None for the features).
     index_results : dict
         What ``--against`` matched (`gpusimhash.dedup.against.Against.summary`), else empty.
     pairs_verified : int
@@ -104,7 +112,7 @@ class RunCounts:
         Document pairs at or above the threshold, where every candidate was verified.
     """
 
-    estimated_candidate_pairs: int
+    estimated_candidate_pairs: int | None
     index_results: dict[str, Any]
     pairs_verified: int
     near_duplicate_pairs: int | None
@@ -171,13 +179,22 @@ def run_summary(
 
 
 def finish_summary(summary: dict[str, Any], timer: StageTimer, start: float, n: int) -> None:
-    """Add the total time, the throughput (compile time left out) and each stage's time."""
+    """Add the total time, the throughputs and each stage's time.
+
+    ``documents_per_second`` is the documents over ``seconds``, the whole run's wall-clock time,
+    compiling included: what a user timing the run sees. ``compile_seconds`` is the part of it
+    spent compiling Numba loops (a first run without a cache; 0 once they are cached), and
+    ``documents_per_second_excluding_compile`` the throughput without it, the figure the next
+    runs reach.
+    """
     total = time.perf_counter() - start
-    # compiling Numba loops (a first run without a cache) is not the documents' cost
     compiling = min(_compile_time.seconds() - timer.compiled_before, total)
-    summary["results"]["seconds"] = round(total, 3)
     working = total - compiling
-    summary["results"]["documents_per_second"] = round(n / working, 1) if working else 0.0
+    results = summary["results"]
+    results["seconds"] = round(total, 3)
+    results["compile_seconds"] = round(compiling, 3)
+    results["documents_per_second"] = round(n / total, 1) if total else 0.0
+    results["documents_per_second_excluding_compile"] = round(n / working, 1) if working else 0.0
     timings = {**timer.seconds, "compile": compiling, "total": total}
     summary["timings_s"] = {k: round(v, 4) for k, v in timings.items()}
 

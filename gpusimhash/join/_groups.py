@@ -105,9 +105,11 @@ def first_seen_labels(labels: np.ndarray) -> np.ndarray:
     if labels.size == 0:
         return np.zeros(0, dtype=np.int64)
     if labels.dtype.kind in "iu" and labels.min() >= 0 and labels.max() < 2 * labels.size:
-        # labels that index a table (roots, kept documents): one linear pass, no sort
-        table = np.full(int(labels.max()) + 1, -1, dtype=index_dtype(labels.size))
-        return first_seen_numbers(labels, table)
+        # labels that index a table (roots, kept documents): one linear pass, no sort; labels
+        # and table in the index type (int32 below 2**31), so the loop has one specialization
+        index = index_dtype(2 * labels.size)
+        table = np.full(int(labels.max()) + 1, -1, dtype=index)
+        return first_seen_numbers(labels.astype(index, copy=False), table)
     _, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
     rank = np.empty(first.size, dtype=np.int64)
     rank[np.argsort(first)] = np.arange(first.size)

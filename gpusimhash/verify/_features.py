@@ -101,6 +101,7 @@ class DocumentFeatures:
                 np.ascontiguousarray(batch.states, dtype=np.uint32),
                 np.ascontiguousarray(batch.offsets, dtype=np.int64),
                 np.ascontiguousarray(batch.entry_weights(), dtype=np.float64),
+                items=batch.states.size,
             )
         )
 
@@ -271,7 +272,7 @@ class DocumentFeatures:
             return on_device
 
         def on_host(left: np.ndarray, right: np.ndarray) -> _Values:
-            return _values(*parallel_call(pair_similarities, *arrays, left, right))
+            return _values(*parallel_call(pair_similarities, *arrays, left, right, items=left.size))
 
         return on_host
 

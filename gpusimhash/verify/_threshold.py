@@ -2,17 +2,19 @@
 
 `threshold` resolves ``min_cosine`` / ``min_jaccard``; `candidate_radius` is the smallest radius
 that finds a pair exactly at the threshold with a given probability under the binomial SimHash
-model (see `gpusimhash.verify`); `plan_threshold` turns dedup's options into a `Threshold`.
+model (see `gpusimhash.verify`), from the binomial probabilities of `binomial_pmf` (summed here
+rather than taken from SciPy, whose statistics module takes a second to import);
+`plan_threshold` turns dedup's options into a `Threshold`.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.stats import binom
 
 from gpusimhash import _validate
 from gpusimhash.join._radius import check_radius, cosine_radius
@@ -147,14 +149,28 @@ def candidate_radius(
     if recall == 0.0:
         raise ValueError("candidate_recall must be in (0, 1], got 0")
     p = math.acos(min(1.0, search_cosine(measure, value))) / math.pi
-    if p == 0.0 or recall == 1.0:
+    if p == 0.0 or p == 1.0 or recall == 1.0:  # p == 1: every pair differs in every bit
         return bits if p > 0.0 else 0
-    radius = min(max(int(binom.ppf(recall, bits, p)), 0), bits)
-    while radius > 0 and binom.cdf(radius - 1, bits, p) >= recall:
-        radius -= 1
-    while radius < bits and binom.cdf(radius, bits, p) < recall:
-        radius += 1
-    return radius
+    cumulative = itertools.accumulate(binomial_pmf(bits, p))
+    return next((r for r, total in enumerate(cumulative) if total >= recall), bits)
+
+
+def binomial_pmf(n: int, p: float) -> list[float]:
+    """Return ``P(X = k)`` for ``k = 0 .. n``, ``X ~ Binomial(n, p)``, ``0 < p < 1``.
+
+    Each term is computed in log space (``lgamma``), to about 1e-13 relative: the candidate
+    radius depends on it only where a cumulative sum lies that close to the recall asked for.
+
+    Examples
+    --------
+    >>> [round(x, 6) for x in binomial_pmf(2, 0.5)]
+    [0.25, 0.5, 0.25]
+    """
+    log_p, log_q, top = math.log(p), math.log1p(-p), math.lgamma(n + 1)
+    return [
+        math.exp(top - math.lgamma(k + 1) - math.lgamma(n - k + 1) + k * log_p + (n - k) * log_q)
+        for k in range(n + 1)
+    ]
 
 
 @dataclass(frozen=True)

@@ -283,7 +283,13 @@ def feature_units(
     run = np.cumsum(starts) - 1
     first = local[starts][run]
     same = parallel_call(
-        same_features, features.states, features.offsets, features.weights, local, first
+        same_features,
+        features.states,
+        features.offsets,
+        features.weights,
+        local,
+        first,
+        items=local.size,
     )
     # a hash collision (never seen): the document is a unit of its own
     run[~same] = run.size + np.arange(int((~same).sum()))
@@ -321,6 +327,7 @@ def document_hashes(features: DocumentFeatures) -> np.ndarray:
             features.states[a:b],
             offsets[lo : hi + 1] - a,
             np.ascontiguousarray(features.weights[a:b], dtype=np.float64),
+            items=b - a,
         )
     return out
 

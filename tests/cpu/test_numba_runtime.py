@@ -14,6 +14,8 @@ CONCURRENT = """
 import threading
 import numpy as np
 import gpusimhash
+from gpusimhash._cpu import _runtime
+_runtime.PARALLEL_MIN_ITEMS = 0  # every call in parallel, however small
 texts = [f"document {i} about {i * 7919 % 1000} things" for i in range(3000)]
 want = gpusimhash.fingerprint(texts, bits=128, device="cpu")
 same = []

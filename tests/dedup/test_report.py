@@ -216,11 +216,15 @@ def test_report_shows_clusters_and_what_lies_beyond_the_radius(tmp_path):
 
 def test_cluster_sizes_are_drawn_log_log(monkeypatch, tmp_path):
     drawn = []
-    monkeypatch.setattr(report_plots, "_save", lambda plt, fig, path: drawn.append(fig))
+    monkeypatch.setattr(report_plots, "_save", lambda plt, fig, path, **margins: drawn.append(fig))
     plt = report_plots.pyplot()
     report_plots.plot_cluster_sizes(plt, tmp_path / "x.png", np.array([2, 2, 3, 2690]))
     (ax,) = drawn[0].axes
     assert (ax.get_xscale(), ax.get_yscale()) == ("log", "log")
     xs, ys = ax.lines[0].get_data()
     assert (list(xs), list(ys)) == ([2, 3, 2690], [2, 1, 1])
+    drawn[0].canvas.draw()
+    labels = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
+    assert labels
+    assert not any("$" in text for text in labels)
     plt.close(drawn[0])

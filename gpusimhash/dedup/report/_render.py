@@ -178,7 +178,8 @@ def write_report(
     folder = Path(folder)
     settings = summary.get("settings", {})
     bits = int(settings.get("bits", 64))
-    radius = int(settings.get("max_distance", 0))
+    # candidates from the features have no radius: every distance is within reach
+    radius = int(settings.get("max_distance") or bits)
     cosine = settings.get("threshold") if settings.get("similarity") == "cosine" else None
     beyond = np.zeros(true.shape, bool) if sampled_beyond is None else sampled_beyond
     kind = np.where(sampled_found, "found", np.where(beyond, "beyond", "random"))

@@ -1,0 +1,223 @@
+"""The exact feature join: every pair of documents at or above a similarity threshold.
+
+Candidates come from the documents' own features by prefix filtering, not from fingerprints
+(`gpusimhash._cpu._allpairs_loops` states the bounds): a pair at or above the threshold always
+shares an indexed feature, so it is always a candidate, and every candidate is verified with
+the same exact similarity as `DocumentFeatures.similarities`. The result is the set of pairs a
+brute-force comparison of every pair would keep, found without comparing most pairs.
+
+Documents are numbered by their size key first (`size_keys`: the norm or feature count that
+bounds who can pair with whom), so each document probes only the partners its size allows.
+
+Memory: the index holds, per feature entry, its rank, position, share and the share before it
+(24 bytes), and per indexed (tail) entry a posting (20 bytes). Candidates are verified as they
+are found, never stored: the loop writes only passing pairs, into a fixed room per block of
+documents (`PAIRS_PER_BLOCK`, 16 bytes each) that a full block resumes from in the next
+round; the passing pairs are kept (20 bytes each), and ``max_pairs`` bounds them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from gpusimhash import _segments
+from gpusimhash._cpu._allpairs_loops import (
+    entry_shares,
+    fill_postings,
+    passing_pairs,
+    rank_entries,
+    size_keys,
+    tail_starts,
+)
+from gpusimhash._cpu._cluster_loops import COSINE, JACCARD
+from gpusimhash._cpu._runtime import parallel_call, threads
+from gpusimhash._memory import check_memory
+from gpusimhash.verify._features import DocumentFeatures
+
+# room for passing pairs per block and call, at least (16 bytes each)
+PAIRS_PER_BLOCK = 1 << 21
+# interleaved blocks of documents per thread (each block holds 28 bytes per document)
+_BLOCKS_PER_THREAD = 2
+_MEASURES = {"cosine": COSINE, "jaccard": JACCARD}
+
+
+@dataclass(frozen=True)
+class FeatureJoin:
+    """The pairs at or above a threshold, from the features alone.
+
+    Attributes
+    ----------
+    pairs : ndarray, shape (m, 2), dtype int64
+        Pairs ``(i, j)``, ``i < j``, of documents whose similarity reaches the threshold, in
+        no particular order.
+    similarity : ndarray, shape (m,), dtype float64
+        The exact similarity of each pair (the measure of the threshold).
+    candidates : int
+        Pairs compared: the distinct pairs sharing an indexed feature.
+    indexed : int
+        Feature entries in the index (the documents' tails).
+    """
+
+    pairs: np.ndarray
+    similarity: np.ndarray
+    candidates: int
+    indexed: int
+
+
+def feature_join(
+    features: DocumentFeatures, measure: str, value: float, *, max_pairs: int | None = None
+) -> FeatureJoin:
+    """Find every pair of documents whose exact similarity reaches the threshold.
+
+    Parameters
+    ----------
+    features : DocumentFeatures
+        The documents (featureless ones pair with no one).
+    measure : {"cosine", "jaccard"}
+        Cosine of the weighted features (weights of any sign) or Jaccard of the feature sets.
+    value : float
+        The threshold, in ``(0, 1]``: at or below 0 a pair sharing no feature would qualify,
+        which no feature index finds.
+    max_pairs : int, optional
+        Refuse, as soon as they are found, more passing pairs than this.
+
+    Returns
+    -------
+    FeatureJoin
+
+    Raises
+    ------
+    ValueError
+        An unknown measure, a threshold outside ``(0, 1]``, ``2**31`` documents or more, or
+        more than ``max_pairs`` pairs.
+    MemoryError
+        Pairs found that the memory available cannot hold.
+
+    Examples
+    --------
+    >>> from gpusimhash.fingerprinting import featurize
+    >>> docs = ["the cat sat", "the cat sat down", "a dog ran", "the cat sat"]
+    >>> found = feature_join(DocumentFeatures.from_batch(featurize(docs)), "cosine", 0.8)
+    >>> found.pairs.tolist(), found.similarity.round(3).tolist()
+    ([[0, 1], [0, 3], [1, 3]], [0.866, 1.0, 0.866])
+    """
+    if measure not in _MEASURES:
+        raise ValueError(f"measure must be cosine or jaccard, got {measure!r}")
+    if not 0.0 < value <= 1.0:
+        raise ValueError(
+            f"the feature join needs a threshold in (0, 1], got {value}: "
+            "use the codes' join (candidates='codes') for lower ones"
+        )
+    if features.n_docs >= 2**31:
+        raise ValueError(f"at most {2**31 - 1:,} documents, got {features.n_docs:,}")
+    code = _MEASURES[measure]
+    key, least = parallel_call(
+        size_keys,
+        features.offsets,
+        features.weights,
+        features.exponents,
+        features.squared_norms,
+        code,
+        float(value),
+        items=int(features.offsets[-1]),
+    )
+    order = np.argsort(key, kind="stable")  # by size key: a partner's key bound is a range
+    first_partner = np.searchsorted(key[order], least[order], side="left")
+    found = _join_by_size(features.take(order), code, float(value), first_partner, max_pairs)
+    pairs = order[found.pairs]
+    pairs.sort(axis=1)
+    return FeatureJoin(pairs, found.similarity, found.candidates, found.indexed)
+
+
+def _join_by_size(
+    features: DocumentFeatures,
+    code: int,
+    value: float,
+    first_partner: np.ndarray,
+    max_pairs: int | None,
+) -> FeatureJoin:
+    """`feature_join` of documents in size-key order, ``first_partner`` the least partners."""
+    offsets = features.offsets
+    entries = int(offsets[-1])
+    entry_rank, n_ranks = _frequency_ranks(features.states)
+    ordered = parallel_call(rank_entries, offsets, entry_rank, items=entries)
+    share, before = parallel_call(
+        entry_shares,
+        offsets,
+        ordered,
+        features.weights,
+        features.exponents,
+        features.squared_norms,
+        code,
+        items=entries,
+    )
+    starts = parallel_call(tail_starts, offsets, share, before, code, value, items=entries)
+    postings = fill_postings(offsets, ordered, starts, entry_rank, share, before, n_ranks)
+    ranked = entry_rank[ordered]  # each position's feature rank
+    index = (starts, entry_rank, ordered, ranked, share, before, *postings, first_partner)
+    arrays = (
+        features.states,
+        features.offsets,
+        features.weights,
+        features.exponents,
+        features.squared_norms,
+    )
+    n_blocks = _BLOCKS_PER_THREAD * threads()
+    room = max(features.n_docs, PAIRS_PER_BLOCK)
+    resume = np.arange(n_blocks, dtype=np.int64)
+    earlier, later, similarity = [], [], []
+    candidates = 0
+    while (resume < features.n_docs).any():
+        left = np.empty(n_blocks * room, dtype=np.int32)
+        right = np.empty(n_blocks * room, dtype=np.int32)
+        values = np.empty(n_blocks * room, dtype=np.float64)
+        written = np.zeros(n_blocks, dtype=np.int64)
+        compared = np.zeros(n_blocks, dtype=np.int64)
+        parallel_call(
+            passing_pairs,
+            resume,
+            room,
+            *index,
+            *arrays,
+            code,
+            value,
+            left,
+            right,
+            values,
+            written,
+            compared,
+            items=entries,
+        )
+        kept = _segments.ranges(np.arange(n_blocks, dtype=np.int64) * room, written)
+        earlier.append(left[kept])
+        later.append(right[kept])
+        similarity.append(values[kept])
+        candidates += int(compared.sum())
+        _check_pairs(sum(part.size for part in similarity), max_pairs, code, value)
+    indexed = int(postings[1].size)
+    if not earlier:
+        return FeatureJoin(np.zeros((0, 2), np.int64), np.zeros(0), 0, indexed)
+    pairs = np.stack([np.concatenate(earlier), np.concatenate(later)], axis=1)
+    return FeatureJoin(pairs.astype(np.int64), np.concatenate(similarity), candidates, indexed)
+
+
+def _check_pairs(found: int, max_pairs: int | None, code: int, value: float) -> None:
+    """Refuse pairs over ``max_pairs``, or more than memory can hold, as the join goes."""
+    measure = "cosine" if code == COSINE else "jaccard"
+    where = f"{found:,} document pairs (and counting) at {measure} {value:g} or above"
+    if max_pairs is not None and found > max_pairs:
+        raise ValueError(
+            f"{where}, over the budget of {max_pairs:,}: raise the threshold or pass --force "
+            "(force=True)"
+        )
+    check_memory(20 * found, f"{where} need")
+
+
+def _frequency_ranks(states: np.ndarray) -> tuple[np.ndarray, int]:
+    """Rank every entry's feature: 0 for the most frequent, ties by state; and the rank count."""
+    distinct, inverse, frequency = np.unique(states, return_inverse=True, return_counts=True)
+    rank = np.empty(distinct.size, dtype=np.int32)
+    rank[np.lexsort((distinct, -frequency))] = np.arange(distinct.size, dtype=np.int32)
+    return rank[inverse.reshape(-1)], int(distinct.size)

@@ -1,0 +1,162 @@
+"""The feature join finds exactly the pairs a brute-force comparison of every pair keeps."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpusimhash._cpu import _runtime
+from gpusimhash.features import FeatureBatch
+from gpusimhash.fingerprinting import featurize
+from gpusimhash.verify._feature_join import feature_join
+from gpusimhash.verify._features import DocumentFeatures
+
+
+def brute_force(features, measure, value):
+    """Every pair ``i < j`` whose exact similarity reaches ``value``, with it, sorted."""
+    i, j = np.triu_indices(features.n_docs, 1)
+    pairs = np.stack([i, j], axis=1).astype(np.int64)
+    similarity = getattr(features.similarities(pairs), measure)
+    keep = similarity >= value
+    return pairs[keep], similarity[keep]
+
+
+def assert_exact(features, measure, value):
+    """The join's pairs and similarities equal brute force's, bit for bit."""
+    found = feature_join(features, measure, value)
+    expected_pairs, expected_similarity = brute_force(features, measure, value)
+    order = np.lexsort((found.pairs[:, 1], found.pairs[:, 0]))
+    np.testing.assert_array_equal(found.pairs[order], expected_pairs)
+    np.testing.assert_array_equal(found.similarity[order], expected_similarity)
+    assert found.candidates >= len(expected_pairs)
+
+
+WEIGHTS = st.sampled_from(["ones", "counts", "floats", "signed", "tiny", "huge"])
+
+
+@st.composite
+def corpora(draw, kinds=WEIGHTS):
+    """Small corpora over a small vocabulary (many overlaps, repeats and near-copies)."""
+    n_docs = draw(st.integers(0, 40))
+    vocabulary = draw(st.integers(1, 12))
+    kind = draw(kinds)
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    docs = [rng.integers(0, vocabulary, rng.integers(0, 9)) for _ in range(n_docs)]
+    if n_docs > 1 and draw(st.booleans()):  # exact copies and copies with one feature more
+        for k in range(n_docs // 2):
+            extra = rng.integers(0, vocabulary, rng.integers(0, 2))
+            docs[n_docs // 2 + k] = np.concatenate([docs[k], extra])
+    sizes = np.array([d.size for d in docs], np.int64)
+    states = np.concatenate(docs + [np.zeros(0, np.int64)]).astype(np.uint32)
+    offsets = np.zeros(n_docs + 1, np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    weights = {
+        "ones": None,
+        "counts": rng.integers(1, 4, states.size).astype(np.float64),
+        "floats": rng.uniform(0.01, 3.0, states.size),
+        "signed": rng.uniform(-2.0, 2.0, states.size),
+        "tiny": rng.uniform(1e-300, 1e-299, states.size),
+        "huge": rng.uniform(1e300, 1e301, states.size),
+    }[kind]
+    return DocumentFeatures.from_batch(FeatureBatch(states, offsets, weights))
+
+
+THRESHOLDS = st.sampled_from([1e-6, 0.1, 0.3, 0.5, 2 / 3, 0.7, 0.75, 0.8, 0.9, 0.95, 1.0])
+
+
+@settings(max_examples=150, deadline=None)
+@given(features=corpora(), value=THRESHOLDS)
+def test_cosine_is_exact_for_any_weights(features, value):
+    assert_exact(features, "cosine", value)
+
+
+@settings(max_examples=150, deadline=None)
+@given(features=corpora(), value=THRESHOLDS)
+def test_jaccard_is_exact(features, value):
+    assert_exact(features, "jaccard", value)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    features=corpora(kinds=st.just("counts")),
+    value=THRESHOLDS,
+    dtype=st.sampled_from([np.float32, np.int16, np.int8]),
+)
+def test_exactly_narrowed_weights_give_the_same_pairs(features, value, dtype):
+    # integer weights narrowed exactly, as the spill stores them, change nothing
+    narrow = dataclasses.replace(features, weights=features.weights.astype(dtype))
+    wide, thin = feature_join(features, "cosine", value), feature_join(narrow, "cosine", value)
+    np.testing.assert_array_equal(thin.pairs, wide.pairs)
+    np.testing.assert_array_equal(thin.similarity, wide.similarity)
+
+
+@pytest.mark.parametrize(
+    ("measure", "value", "texts"),
+    [
+        # 4 of 5 words shared: cosine exactly 0.8, and Jaccard exactly 4 / 6
+        ("cosine", 0.8, ["a b c d e", "a b c d f", "a b c g h"]),
+        ("jaccard", 4 / 6, ["a b c d e", "a b c d f", "a b c g h"]),
+        # Jaccard exactly 0.5: two of four in the union
+        ("jaccard", 0.5, ["p q r", "p q", "q r s t"]),
+    ],
+)
+def test_ties_at_the_threshold_are_found(measure, value, texts):
+    features = DocumentFeatures.from_batch(featurize(texts))
+    found = feature_join(features, measure, value)
+    assert found.pairs.tolist()[:1] == [[0, 1]]
+    assert_exact(features, measure, value)
+
+
+def test_the_pairs_of_real_text_match_brute_force():
+    features = real_text_features()
+    for measure, value in (("cosine", 0.8), ("cosine", 0.9), ("jaccard", 0.8)):
+        assert_exact(features, measure, value)
+
+
+def test_the_parallel_loops_give_the_serial_twins_pairs(monkeypatch):
+    features = real_text_features()
+    serial = feature_join(features, "cosine", 0.8)
+    monkeypatch.setattr(_runtime, "PARALLEL_MIN_ITEMS", 0)  # every call on the parallel form
+    monkeypatch.setattr(_runtime, "threads", lambda: 2)
+    parallel = feature_join(features, "cosine", 0.8)
+    np.testing.assert_array_equal(parallel.pairs, serial.pairs)
+    np.testing.assert_array_equal(parallel.similarity, serial.similarity)
+    assert parallel.candidates == serial.candidates
+
+
+def real_text_features():
+    """300 short texts over a 12-word vocabulary, many near-copies among them."""
+    words = "fast json parser for python http client async library tools plot data"
+    rng = np.random.default_rng(7)
+    texts = [" ".join(rng.choice(words.split(" "), rng.integers(1, 9))) for _ in range(300)]
+    return DocumentFeatures.from_batch(featurize(texts))
+
+
+def test_featureless_documents_pair_with_no_one():
+    features = DocumentFeatures.from_batch(featurize(["", "a b", "", "a b"]))
+    assert feature_join(features, "cosine", 0.5).pairs.tolist() == [[1, 3]]
+
+
+@pytest.mark.parametrize("value", [0.0, -0.5, 1.5])
+def test_thresholds_outside_zero_one_are_refused(value):
+    features = DocumentFeatures.from_batch(featurize(["a"]))
+    with pytest.raises(ValueError, match=r"threshold in \(0, 1\]"):
+        feature_join(features, "cosine", value)
+
+
+def test_an_unknown_measure_is_refused():
+    features = DocumentFeatures.from_batch(featurize(["a"]))
+    with pytest.raises(ValueError, match="measure must be cosine or jaccard"):
+        feature_join(features, "weighted_jaccard", 0.5)
+
+
+def test_more_pairs_than_the_budget_are_refused():
+    features = real_text_features()
+    found = feature_join(features, "cosine", 0.8)
+    assert len(found.pairs) > 10
+    with pytest.raises(ValueError, match="document pairs .* over the budget of 10: raise"):
+        feature_join(features, "cosine", 0.8, max_pairs=10)
+    at_budget = feature_join(features, "cosine", 0.8, max_pairs=len(found.pairs))
+    np.testing.assert_array_equal(at_budget.pairs, found.pairs)
