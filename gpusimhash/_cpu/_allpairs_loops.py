@@ -17,18 +17,23 @@ Both bounds keep a relative margin of ``1e-9`` (a shorter head), so a pair that 
 (`_cluster_loops._passes`, the same bits as `_verify_loops.pair_similarity`) accepts is never
 filtered out by rounding.
 
+The probe bounds what the features not yet met can add with `_rest`: Cauchy-Schwarz on the
+prefixes' squared shares, and Hoelder (the sum of one prefix's absolute shares times the
+other's largest share), which for sets is the count of the smaller prefix (the positional
+filter of PPJoin, Xiao et al. 2008).
+
 * ``rank_entries``: each document's entries ordered by feature rank.
+* ``entry_shares``: each entry's share and its prefix (squared, absolute, largest).
+* ``size_keys``: each document's size key and the least key of a partner.
 * ``tail_starts``: where each document's indexed tail starts.
 * ``fill_postings``: the index: for each feature, the documents whose tail holds it, ascending.
-* ``candidate_counts``: per document ``x``, the distinct earlier documents ``y < x`` sharing a
-  tail feature (the candidates), documents in parallel.
-* ``passing_partners``: the same walk, each candidate verified; the passing ones written out
-  with their similarity.
+* ``first_postings``: per tail entry, the first posting of a partner large enough.
+* ``passing_pairs``: every later document probes the candidates of one window of documents,
+  each candidate verified; the passing ones written out with their similarity.
 
 Each document's candidates depend only on the index, so results are identical for any thread
-count. A document is marked against its candidates in a per-block array: blocks take every
-``n_blocks``-th document, so the late documents, which see the most earlier ones, are spread
-over the threads.
+count. Blocks take every ``n_blocks``-th document, so the late documents, which see the most
+earlier ones, are spread over the threads.
 """
 
 from __future__ import annotations
@@ -64,30 +69,37 @@ def entry_shares(
     squared_norms: np.ndarray,
     measure: int,
 ) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
-    """Return each entry's share and the shares of the entries before it, in rank order.
+    """Return each entry's share and what the entries before it hold, in rank order.
 
     Positions follow ``ordered``. Cosine: the share is the entry's weight over the document's
-    norm (its square sums to 1), the prefix the sum of the squared shares before it.
-    Jaccard: the share is 1, the prefix the count of entries before it.
+    norm (its square sums to 1); the prefix, per entry, holds the sum of the squared shares
+    before it, the sum of their absolute values and the largest absolute one. Jaccard: the
+    share is 1, and the prefix holds the count of entries before it (in every column).
     """
     n_docs = offsets.size - 1
     share = np.empty(ordered.size, dtype=np.float64)
-    before = np.empty(ordered.size, dtype=np.float64)
+    before = np.empty((ordered.size, 3), dtype=np.float64)
     for doc in prange(n_docs):
         lo, hi = offsets[doc], offsets[doc + 1]
         if measure == COSINE:
             scale = 1.0 / np.sqrt(squared_norms[doc]) if hi > lo else 0.0
             shift = -exponents[doc]
             total = 0.0
+            absolute = 0.0
+            largest = 0.0
             for k in range(lo, hi):
                 w = np.ldexp(np.float64(weights[ordered[k]]), shift) * scale
                 share[k] = w
-                before[k] = total
+                before[k, 0] = total
+                before[k, 1] = absolute
+                before[k, 2] = largest
                 total += w * w
+                absolute += abs(w)
+                largest = max(largest, abs(w))
         else:
             for k in range(lo, hi):
                 share[k] = 1.0
-                before[k] = k - lo
+                before[k, :] = k - lo
     return share, before
 
 
@@ -109,7 +121,7 @@ def tail_starts(
         else:
             bound = value * (1.0 - _MARGIN) * (hi - lo)
         k = lo
-        while k < hi and before[k] + share[k] * share[k] < bound:
+        while k < hi and before[k, 0] + share[k] * share[k] < bound:
             k += 1
         starts[doc] = k
     return starts
@@ -183,14 +195,14 @@ def fill_postings(
     total = posting_offsets[n_ranks]
     posting_docs = np.empty(total, dtype=np.int32)
     posting_share = np.empty(total, dtype=np.float64)
-    posting_before = np.empty(total, dtype=np.float64)
+    posting_before = np.empty((total, 3), dtype=np.float64)
     for doc in range(n_docs):
         for k in range(starts[doc], offsets[doc + 1]):
             r = entry_rank[ordered[k]]
             c = cursor[r]
             posting_docs[c] = doc
             posting_share[c] = share[k]
-            posting_before[c] = before[k]
+            posting_before[c, :] = before[k]
             cursor[r] = c + 1
     return posting_offsets, posting_docs, posting_share, posting_before
 
@@ -203,24 +215,79 @@ def _below(
     ranked: np.ndarray,
     share: np.ndarray,
     before: np.ndarray,
-    measure: int,
-) -> float:  # pragma: no cover - compiled
-    """Return the prefix of ``doc`` below feature rank ``rank`` (squared shares, or count)."""
+) -> tuple[float, float, float]:  # pragma: no cover - compiled
+    """Return the prefix of ``doc`` below feature rank ``rank`` (the three columns of ``before``)."""
     lo, hi = offsets[doc], offsets[doc + 1]
     if ranked[hi - 1] < rank:  # every feature is below
-        return before[hi - 1] + (share[hi - 1] ** 2 if measure == COSINE else 1.0)
+        w = abs(share[hi - 1])
+        last = before[hi - 1]
+        return last[0] + w * w, last[1] + w, max(last[2], w)
     while lo < hi:
         middle = (lo + hi) // 2
         if ranked[middle] < rank:
             lo = middle + 1
         else:
             hi = middle
-    return before[lo]
+    return before[lo, 0], before[lo, 1], before[lo, 2]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _rest(
+    squares_x: float,
+    absolute_x: float,
+    largest_x: float,
+    squares_y: float,
+    absolute_y: float,
+    largest_y: float,
+    measure: int,
+) -> float:  # pragma: no cover - compiled
+    """Bound what two documents' prefixes can add to their score.
+
+    Cosine: ``|x . y| <= min(|x|_2 |y|_2, |x|_1 max|y|, |y|_1 max|x|)`` over the prefixes
+    (Cauchy-Schwarz and Hoelder); Jaccard: the shared count is at most the smaller count.
+    """
+    if measure == COSINE:
+        return min(np.sqrt(squares_x * squares_y), absolute_x * largest_y, absolute_y * largest_x)
+    return min(squares_x, squares_y)
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def first_postings(
+    offsets: np.ndarray,
+    starts: np.ndarray,
+    entry_rank: np.ndarray,
+    ordered: np.ndarray,
+    posting_offsets: np.ndarray,
+    posting_docs: np.ndarray,
+    first_partner: np.ndarray,
+) -> np.ndarray:  # pragma: no cover - compiled
+    """Return, per tail entry of each document, its feature's first posting of a partner.
+
+    A partner of ``x`` is at least ``first_partner[x]`` (documents are in size-key order);
+    the posting lists ascend by document, so each cursor is found by binary search. Entries
+    of the heads keep -1.
+    """
+    n_docs = offsets.size - 1
+    cursor = np.full(ordered.size, -1, dtype=np.int64)
+    for x in prange(n_docs):
+        least = first_partner[x]
+        for kx in range(starts[x], offsets[x + 1]):
+            r = entry_rank[ordered[kx]]
+            lo, hi = posting_offsets[r], posting_offsets[r + 1]
+            while lo < hi:
+                middle = (lo + hi) // 2
+                if posting_docs[middle] < least:
+                    lo = middle + 1
+                else:
+                    hi = middle
+            cursor[kx] = lo
+    return cursor
 
 
 @njit(cache=True, nogil=True)
 def _probe(
     x: int,
+    stop: int,
     offsets: np.ndarray,
     starts: np.ndarray,
     entry_rank: np.ndarray,
@@ -232,58 +299,60 @@ def _probe(
     posting_docs: np.ndarray,
     posting_share: np.ndarray,
     posting_before: np.ndarray,
+    cursor: np.ndarray,
     measure: int,
     value: float,
-    first_partner: np.ndarray,
     met: np.ndarray,
     touched: np.ndarray,
 ) -> int:  # pragma: no cover - compiled
-    """Probe the tail of ``x``; leave in ``touched`` the earlier documents that may pass.
+    """Probe the tail of ``x`` for partners below ``stop``; leave in ``touched`` those that may pass.
 
-    Documents are in size-key order, so a partner is at least ``first_partner[x]``. The tail
-    is probed from the rarest feature down: a document ``y`` is met at every feature of both
-    tails, in descending rank. ``met[y]`` holds ``(x, score, rest)``: the score sums what
-    those features give (products of shares, or their count), and the rest bounds what the
-    other shared features may add: they rank below every feature of both tails (below both
-    tails' starts), so below the last one met, where Cauchy-Schwarz bounds them by
-    ``sqrt(before_x * before_y)`` (cosine) or their count by ``min(before_x, before_y)``
-    (Jaccard). Returns how many documents are left in ``touched``: those whose
+    Each tail entry's posting list is read on from its ``cursor`` (the first partner not yet
+    probed, `first_postings`) up to ``stop`` or ``x``, and the cursor moved past what was
+    read, so that successive calls with rising ``stop`` read every posting once. ``met`` is
+    indexed from the window's first document, ``stop - met.shape[0]``. The tail is probed
+    from the rarest feature down: a document ``y`` is met at every feature of both tails,
+    in descending rank. ``met[y]`` holds ``(x, score, rest)``: the score sums what those
+    features give (products of shares, or their count), and the rest bounds what the other
+    shared features may add: they rank below the last one met, so `_rest` bounds them by the
+    two prefixes before it. Returns how many documents are left in ``touched``: those whose
     ``score + rest`` reaches the threshold (less the margin), and for Jaccard whose sizes
     are within the factor ``t`` of each other.
     """
     floor = value * (1.0 - _MARGIN)
     size_x = offsets[x + 1] - offsets[x]
+    first = stop - met.shape[0]
+    end = min(stop, x)
     mark = np.float64(x)
     n_met = 0
     for kx in range(offsets[x + 1] - 1, starts[x] - 1, -1):
         r = entry_rank[ordered[kx]]
-        sx, bx = share[kx], before[kx]
-        lo, hi = posting_offsets[r], posting_offsets[r + 1]
-        while lo < hi:  # the first posting of a partner large enough
-            middle = (lo + hi) // 2
-            if posting_docs[middle] < first_partner[x]:
-                lo = middle + 1
-            else:
-                hi = middle
-        for p in range(lo, posting_offsets[r + 1]):
+        sx = share[kx]
+        bx = before[kx]
+        p = cursor[kx]
+        last = posting_offsets[r + 1]
+        while p < last:
             y = posting_docs[p]
-            if y >= x:
+            if y >= end:
                 break
-            if met[y, 0] != mark:
-                met[y, 0] = mark
-                met[y, 1] = 0.0
+            w = y - first
+            if met[w, 0] != mark:
+                met[w, 0] = mark
+                met[w, 1] = 0.0
                 touched[n_met] = y
                 n_met += 1
-            if measure == COSINE:
-                met[y, 1] += sx * posting_share[p]
-                met[y, 2] = np.sqrt(bx * posting_before[p])
-            else:
-                met[y, 1] += 1.0
-                met[y, 2] = min(bx, posting_before[p])
+            by = posting_before[p]
+            met[w, 1] += sx * posting_share[p]
+            met[w, 2] = _rest(bx[0], bx[1], bx[2], by[0], by[1], by[2], measure)
+            p += 1
+        cursor[kx] = p
+    if n_met == 0:
+        return 0
     left = 0
     tail_x = ranked[starts[x]]
     for t in range(n_met):
         y = touched[t]
+        w = y - first
         if measure == COSINE:
             need = floor
         else:
@@ -291,18 +360,20 @@ def _probe(
             if size_y < floor * size_x or size_x < floor * size_y:
                 continue
             need = floor * (size_x + size_y) / (1.0 + value)
-        if met[y, 1] + met[y, 2] < need:
+        if met[w, 1] + met[w, 2] < need:
             continue
         # sharper: the other shared features rank below both tails' starts
         tail_y = ranked[starts[y]]
         if tail_x >= tail_y:
-            below_x = before[starts[x]]
-            below_y = _below(y, tail_x, offsets, ranked, share, before, measure)
+            bx = before[starts[x]]
+            x0, x1, x2 = bx[0], bx[1], bx[2]
+            y0, y1, y2 = _below(y, tail_x, offsets, ranked, share, before)
         else:
-            below_x = _below(x, tail_y, offsets, ranked, share, before, measure)
-            below_y = before[starts[y]]
-        rest = np.sqrt(below_x * below_y) if measure == COSINE else min(below_x, below_y)
-        if met[y, 1] + rest >= need:
+            x0, x1, x2 = _below(x, tail_y, offsets, ranked, share, before)
+            by = before[starts[y]]
+            y0, y1, y2 = by[0], by[1], by[2]
+        rest = _rest(x0, x1, x2, y0, y1, y2, measure)
+        if met[w, 1] + rest >= need:
             touched[left] = y
             left += 1
     return left
@@ -311,6 +382,8 @@ def _probe(
 @njit(cache=True, nogil=True, parallel=True)
 def passing_pairs(
     resume: np.ndarray,
+    window: int,
+    stop: int,
     room: int,
     starts: np.ndarray,
     entry_rank: np.ndarray,
@@ -323,6 +396,7 @@ def passing_pairs(
     posting_share: np.ndarray,
     posting_before: np.ndarray,
     first_partner: np.ndarray,
+    cursor: np.ndarray,
     states: np.ndarray,
     offsets: np.ndarray,
     weights: np.ndarray,
@@ -336,26 +410,40 @@ def passing_pairs(
     written: np.ndarray,
     compared: np.ndarray,
 ) -> None:  # pragma: no cover - compiled
-    """Verify the candidates of every document; write the pairs that pass, block by block.
+    """Verify the candidates below ``stop`` of every later document; write those that pass.
 
-    Block ``b`` (of ``resume.size``) takes documents ``resume[b]``, ``resume[b] + n_blocks``,
-    ... and writes its pairs ``(earlier, later)`` with their similarity from ``b * room`` on.
-    It stops before a document whose candidates might not fit, leaving that document in
-    ``resume[b]`` (``n_docs`` or more once done) for the next call; ``written[b]`` and
-    ``compared[b]`` receive the pairs written and the candidates verified.
+    The candidates are the documents of one window, ``[stop - window, stop)``, so that the
+    per-candidate state of a block (``met``, 24 bytes a document) stays in the cache while
+    every later document probes it; windows are taken in ascending order, each document's
+    ``cursor`` (`first_postings`) moving on past the postings read. Block ``b`` (of ``resume.size``) takes documents
+    ``resume[b]``, ``resume[b] + n_blocks``, ... and writes its pairs ``(earlier, later)``
+    with their similarity from ``b * room`` on. It stops before a document whose candidates
+    might not fit, leaving that document in ``resume[b]`` (``n_docs`` or more once done) for
+    the next call; ``written[b]`` and ``compared[b]`` receive the pairs written and the
+    candidates verified.
     """
     n_docs = offsets.size - 1
     n_blocks = resume.size
+    longest = 0
+    for doc in range(n_docs):
+        longest = max(longest, offsets[doc + 1] - starts[doc])
     for block in prange(n_blocks):
-        met = np.full((n_docs, 3), -1.0)
-        touched = np.empty(n_docs, dtype=np.int32)
+        met = np.full((window, 3), -1.0)
+        touched = np.empty(window, dtype=np.int32)
+        saved = np.empty(longest, dtype=np.int64)
         base = block * room
         write = base
         verified = 0
         x = resume[block]
         while x < n_docs:
+            if first_partner[x] >= stop:  # its partners are all in later windows
+                x += n_blocks
+                continue
+            tail = offsets[x + 1] - starts[x]
+            saved[:tail] = cursor[starts[x] : offsets[x + 1]]
             left = _probe(
                 x,
+                stop,
                 offsets,
                 starts,
                 entry_rank,
@@ -367,13 +455,14 @@ def passing_pairs(
                 posting_docs,
                 posting_share,
                 posting_before,
+                cursor,
                 measure,
                 value,
-                first_partner,
                 met,
                 touched,
             )
             if write + left > base + room:
+                cursor[starts[x] : offsets[x + 1]] = saved[:tail]  # probed again next call
                 break
             verified += left
             for t in range(left):

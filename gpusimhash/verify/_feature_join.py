@@ -9,11 +9,11 @@ brute-force comparison of every pair would keep, found without comparing most pa
 Documents are numbered by their size key first (`size_keys`: the norm or feature count that
 bounds who can pair with whom), so each document probes only the partners its size allows.
 
-Memory: the index holds, per feature entry, its rank, position, share and the share before it
-(24 bytes), and per indexed (tail) entry a posting (20 bytes). Candidates are verified as they
-are found, never stored: the loop writes only passing pairs, into a fixed room per block of
-documents (`PAIRS_PER_BLOCK`, 16 bytes each) that a full block resumes from in the next
-round; the passing pairs are kept (20 bytes each), and ``max_pairs`` bounds them.
+Memory: per feature entry, its rank, position, share and prefix (48 bytes) and a cursor (8);
+per indexed (tail) entry a posting (36 bytes). Candidates are verified as they are found,
+never stored: the loop writes only passing pairs, into a fixed room per block of documents
+(`PAIRS_PER_BLOCK` or `WINDOW_DOCS`, 16 bytes each) that a full block resumes from in the
+next round; the passing pairs are kept (20 bytes each), and ``max_pairs`` bounds them.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from gpusimhash import _segments
 from gpusimhash._cpu._allpairs_loops import (
     entry_shares,
     fill_postings,
+    first_postings,
     passing_pairs,
     rank_entries,
     size_keys,
@@ -37,7 +38,9 @@ from gpusimhash._memory import check_memory
 from gpusimhash.verify._features import DocumentFeatures
 
 # room for passing pairs per block and call, at least (16 bytes each)
-PAIRS_PER_BLOCK = 1 << 21
+PAIRS_PER_BLOCK = 1 << 18
+# candidate documents per window: a block's state for them (24 bytes each) stays in cache
+WINDOW_DOCS = 1 << 15
 # interleaved blocks of documents per thread (each block holds 28 bytes per document)
 _BLOCKS_PER_THREAD = 2
 _MEASURES = {"cosine": COSINE, "jaccard": JACCARD}
@@ -156,7 +159,18 @@ def _join_by_size(
     starts = parallel_call(tail_starts, offsets, share, before, code, value, items=entries)
     postings = fill_postings(offsets, ordered, starts, entry_rank, share, before, n_ranks)
     ranked = entry_rank[ordered]  # each position's feature rank
-    index = (starts, entry_rank, ordered, ranked, share, before, *postings, first_partner)
+    cursor = parallel_call(
+        first_postings,
+        offsets,
+        starts,
+        entry_rank,
+        ordered,
+        postings[0],
+        postings[1],
+        first_partner,
+        items=entries,
+    )
+    index = (starts, entry_rank, ordered, ranked, share, before, *postings, first_partner, cursor)
     arrays = (
         features.states,
         features.offsets,
@@ -164,38 +178,43 @@ def _join_by_size(
         features.exponents,
         features.squared_norms,
     )
+    n_docs = features.n_docs
     n_blocks = _BLOCKS_PER_THREAD * threads()
-    room = max(features.n_docs, PAIRS_PER_BLOCK)
-    resume = np.arange(n_blocks, dtype=np.int64)
+    room = max(WINDOW_DOCS, PAIRS_PER_BLOCK)
     earlier, later, similarity = [], [], []
     candidates = 0
-    while (resume < features.n_docs).any():
-        left = np.empty(n_blocks * room, dtype=np.int32)
-        right = np.empty(n_blocks * room, dtype=np.int32)
-        values = np.empty(n_blocks * room, dtype=np.float64)
-        written = np.zeros(n_blocks, dtype=np.int64)
-        compared = np.zeros(n_blocks, dtype=np.int64)
-        parallel_call(
-            passing_pairs,
-            resume,
-            room,
-            *index,
-            *arrays,
-            code,
-            value,
-            left,
-            right,
-            values,
-            written,
-            compared,
-            items=entries,
-        )
-        kept = _segments.ranges(np.arange(n_blocks, dtype=np.int64) * room, written)
-        earlier.append(left[kept])
-        later.append(right[kept])
-        similarity.append(values[kept])
-        candidates += int(compared.sum())
-        _check_pairs(sum(part.size for part in similarity), max_pairs, code, value)
+    for lo in range(0, n_docs, WINDOW_DOCS):
+        stop = min(lo + WINDOW_DOCS, n_docs)
+        resume = lo + 1 + np.arange(n_blocks, dtype=np.int64)  # the documents after it
+        while (resume < n_docs).any():
+            left = np.empty(n_blocks * room, dtype=np.int32)
+            right = np.empty(n_blocks * room, dtype=np.int32)
+            values = np.empty(n_blocks * room, dtype=np.float64)
+            written = np.zeros(n_blocks, dtype=np.int64)
+            compared = np.zeros(n_blocks, dtype=np.int64)
+            parallel_call(
+                passing_pairs,
+                resume,
+                stop - lo,
+                stop,
+                room,
+                *index,
+                *arrays,
+                code,
+                value,
+                left,
+                right,
+                values,
+                written,
+                compared,
+                items=entries,
+            )
+            kept = _segments.ranges(np.arange(n_blocks, dtype=np.int64) * room, written)
+            earlier.append(left[kept])
+            later.append(right[kept])
+            similarity.append(values[kept])
+            candidates += int(compared.sum())
+            _check_pairs(sum(part.size for part in similarity), max_pairs, code, value)
     indexed = int(postings[1].size)
     if not earlier:
         return FeatureJoin(np.zeros((0, 2), np.int64), np.zeros(0), 0, indexed)

@@ -11,10 +11,11 @@ from gpusimhash import _segments, _validate
 from gpusimhash.features import FeatureBatch
 from gpusimhash.fingerprinting import featurize, fingerprint_batch, resolve_device
 from gpusimhash.join._exact import near_duplicates
-from gpusimhash.join._radius import check_radius
 from gpusimhash.text import TextFeaturizer
+from gpusimhash.verify._feature_join import feature_join
 from gpusimhash.verify._features import DocumentFeatures, check_pairs
-from gpusimhash.verify._threshold import DEFAULT_CANDIDATE_RECALL, candidate_radius, threshold
+from gpusimhash.verify._sources import candidate_source
+from gpusimhash.verify._threshold import DEFAULT_CANDIDATE_RECALL, plan_threshold, threshold
 
 
 def _featurize_rows(
@@ -140,13 +141,17 @@ def verified_near_duplicates(
     max_distance: int | None = None,
     empty_as_duplicates: bool = False,
     device: str = "auto",
+    candidates: str = "auto",
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Find near-duplicate pairs: SimHash candidates, each verified on its features.
+    """Find near-duplicate pairs: every pair whose exact similarity reaches the threshold.
 
-    Candidates are the pairs within a Hamming radius (`candidate_radius` of the threshold and
-    `candidate_recall`, or `max_distance`), found exactly; each is kept only when its exact
-    similarity reaches the threshold, so every pair returned is a true near-duplicate. A pair
-    is missed only when its codes are farther apart than the radius.
+    Candidates come from the documents' features or from their SimHash codes (``candidates``).
+    From the features, the exact feature join finds every pair at or above the threshold,
+    without comparing most pairs. From the codes, candidates are the pairs within a Hamming
+    radius (`candidate_radius` of the threshold and `candidate_recall`, or `max_distance`),
+    found exactly, each kept only when its exact similarity reaches the threshold: a pair is
+    missed only when its codes are farther apart than the radius. Either way every pair
+    returned is a true near-duplicate.
 
     Parameters
     ----------
@@ -170,6 +175,9 @@ def verified_near_duplicates(
         Pair up featureless documents, with similarity 1.0.
     device : {"auto", "cpu", "gpu"}
         Where the fingerprints are computed and the candidates compared.
+    candidates : {"auto", "features", "codes"}
+        Where the candidates come from. ``auto``: the features on the CPU for a threshold
+        above 0 without ``max_distance``, else the codes.
 
     Returns
     -------
@@ -193,27 +201,34 @@ def verified_near_duplicates(
     ([[0, 1], [0, 2], [1, 2]], [1.0, 0.866, 0.866])
     """
     documents = _check_documents(documents)
-    measure, value = threshold(min_cosine, min_jaccard)
     bits = _validate.bits(bits)
     seed = _validate.seed(seed)
-    if max_distance is None:
-        radius = candidate_radius(
-            bits, min_cosine=min_cosine, min_jaccard=min_jaccard, candidate_recall=candidate_recall
-        )
-    else:
-        radius = min(check_radius(max_distance), bits)
+    limit = plan_threshold(
+        bits,
+        max_distance=max_distance,
+        min_cosine=min_cosine,
+        min_jaccard=min_jaccard,
+        candidate_recall=candidate_recall,
+    )
+    measure, value = limit.measure, limit.value
     engine = resolve_device(device, uses=("fingerprint", "verify"))
+    source = candidate_source(candidates, limit, engine, max_distance=max_distance, recall=None)
     featurizer = TextFeaturizer() if featurizer is None else featurizer
     batch = featurize(documents, featurizer)
     features = DocumentFeatures.from_batch(batch)
-    if measure == "jaccard":
-        batch = FeatureBatch(features.states, features.offsets, None)
-    codes = fingerprint_batch(batch, engine, bits=bits, seed=seed)
-    rows = np.flatnonzero(features.sizes > 0)
-    pairs = rows[near_duplicates(codes[rows], max_distance=radius)].reshape(-1, 2)
-    similarity = getattr(features.similarities(pairs, device=engine), measure)
-    keep = similarity >= value
-    pairs, similarity = pairs[keep], similarity[keep]
+    if source == "features":
+        found = feature_join(features, measure, value)
+        order = np.lexsort((found.pairs[:, 1], found.pairs[:, 0]))
+        pairs, similarity = found.pairs[order], found.similarity[order]
+    else:
+        if measure == "jaccard":
+            batch = FeatureBatch(features.states, features.offsets, None)
+        codes = fingerprint_batch(batch, engine, bits=bits, seed=seed)
+        rows = np.flatnonzero(features.sizes > 0)
+        pairs = rows[near_duplicates(codes[rows], max_distance=limit.radius)].reshape(-1, 2)
+        similarity = getattr(features.similarities(pairs, device=engine), measure)
+        keep = similarity >= value
+        pairs, similarity = pairs[keep], similarity[keep]
     if empty_as_duplicates:
         empty = np.flatnonzero(features.sizes == 0)
         within = _segments.pairs_within(empty, np.array([empty.size]))

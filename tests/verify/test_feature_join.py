@@ -7,9 +7,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gpusimhash import verified_near_duplicates, verify_pairs
 from gpusimhash._cpu import _runtime
 from gpusimhash.features import FeatureBatch
 from gpusimhash.fingerprinting import featurize
+from gpusimhash.verify import _feature_join
 from gpusimhash.verify._feature_join import feature_join
 from gpusimhash.verify._features import DocumentFeatures
 
@@ -78,6 +80,21 @@ def test_jaccard_is_exact(features, value):
     assert_exact(features, "jaccard", value)
 
 
+@settings(max_examples=100, deadline=None)
+@given(
+    features=corpora(),
+    measure=st.sampled_from(["cosine", "jaccard"]),
+    value=THRESHOLDS,
+    window=st.integers(1, 9),
+)
+def test_small_windows_and_full_rooms_change_nothing(features, measure, value, window):
+    # many windows of candidates, and rooms so small that blocks resume: still exact
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_feature_join, "WINDOW_DOCS", window)
+        patch.setattr(_feature_join, "PAIRS_PER_BLOCK", 1)
+        assert_exact(features, measure, value)
+
+
 @settings(max_examples=40, deadline=None)
 @given(
     features=corpora(kinds=st.just("counts")),
@@ -126,12 +143,29 @@ def test_the_parallel_loops_give_the_serial_twins_pairs(monkeypatch):
     assert parallel.candidates == serial.candidates
 
 
-def real_text_features():
+def real_texts():
     """300 short texts over a 12-word vocabulary, many near-copies among them."""
     words = "fast json parser for python http client async library tools plot data"
     rng = np.random.default_rng(7)
-    texts = [" ".join(rng.choice(words.split(" "), rng.integers(1, 9))) for _ in range(300)]
-    return DocumentFeatures.from_batch(featurize(texts))
+    return [" ".join(rng.choice(words.split(" "), rng.integers(1, 9))) for _ in range(300)]
+
+
+def real_text_features():
+    return DocumentFeatures.from_batch(featurize(real_texts()))
+
+
+@pytest.mark.parametrize(("measure", "value"), [("min_cosine", 0.8), ("min_jaccard", 0.7)])
+def test_verified_near_duplicates_finds_every_pair_by_default(measure, value):
+    texts = real_texts()
+    pairs, similarity = verified_near_duplicates(texts, **{measure: value})
+    i, j = np.triu_indices(len(texts), 1)
+    expected, expected_similarity = verify_pairs(
+        texts, np.stack([i, j], axis=1), **{measure: value}
+    )
+    np.testing.assert_array_equal(pairs, expected)
+    np.testing.assert_array_equal(similarity, expected_similarity)
+    from_codes, _ = verified_near_duplicates(texts, candidates="codes", **{measure: value})
+    assert set(map(tuple, from_codes.tolist())) <= set(map(tuple, pairs.tolist()))
 
 
 def test_featureless_documents_pair_with_no_one():
