@@ -74,7 +74,8 @@ def write_kept(
             if schema is not None and annotation is None:
                 writer.write_table(take_rows(batch.table, np.flatnonzero(kept[rows])))
             elif schema is not None and annotation is not None:
-                writer.write_table(annotation.table(batch, ids))
+                id_type = schema.field("duplicate_of").type
+                writer.write_table(annotation.table(batch, ids, id_type))
             elif annotation is None:
                 writer.write([batch.record(int(k)) for k in np.flatnonzero(kept[rows])])
             else:
@@ -134,11 +135,12 @@ class Annotation:
             for k, (row, number, duplicate_of, similarity) in enumerate(self._fields(batch, ids))
         ]
 
-    def table(self, batch: Batch, ids: RowIds) -> Any:
+    def table(self, batch: Batch, ids: RowIds, id_type: Any) -> Any:
         """Return the batch's Arrow records with the three columns appended (no clash checked).
 
         The columns are null where `records` gives None: ``cluster`` outside clusters,
         ``duplicate_of`` and ``similarity`` for kept documents and similarities not finite.
+        ``duplicate_of`` has ``id_type``, the id column's (ids past int64 need uint64).
         """
         import pyarrow as pa
 
@@ -148,7 +150,7 @@ class Annotation:
         clusters = [n if n >= 0 else None for n in numbers]
         finite = [s if s is not None and np.isfinite(s) else None for s in similarity]
         table = table.append_column("cluster", pa.array(clusters, pa.int64()))
-        table = table.append_column("duplicate_of", pa.array(list(duplicate_of)))
+        table = table.append_column("duplicate_of", pa.array(list(duplicate_of), id_type))
         return table.append_column("similarity", pa.array(finite, pa.float64()))
 
     def _fields(self, batch: Batch, ids: RowIds) -> list[tuple[int, int, Any, float | None]]:

@@ -248,8 +248,8 @@ class RecordWriter:
             values = [record.get(name) for record in records]
             known = schema.field(name).type if name in schema.names else pa.null()
             try:  # a column that held only nulls so far takes the type of its first values
-                columns[name] = pa.array(values, type=None if known == pa.null() else known)
-            except (pa.ArrowException, TypeError, ValueError) as error:
+                columns[name] = _column(values, known)
+            except (pa.ArrowException, TypeError, ValueError, OverflowError) as error:
                 raise ValueError(
                     f"{self.path}: records do not fit the Parquet columns (field {name!r}: "
                     f"{error}); write JSONL instead"
@@ -279,12 +279,18 @@ class RecordWriter:
             with self._pq.ParquetFile(self._temp) as written:
                 for group in range(written.num_row_groups):
                     old = written.read_row_group(group)
-                    arrays = [
-                        old.column(f.name).cast(f.type)
-                        if f.name in old.column_names
-                        else pa.nulls(old.num_rows, f.type)
-                        for f in schema
-                    ]
+                    try:
+                        arrays = [
+                            old.column(f.name).cast(f.type)
+                            if f.name in old.column_names
+                            else pa.nulls(old.num_rows, f.type)
+                            for f in schema
+                        ]
+                    except pa.ArrowInvalid as error:  # int64 values below 0 where uint64 grew
+                        raise ValueError(
+                            f"{self.path}: records do not fit the Parquet columns ({error}); "
+                            "write JSONL instead"
+                        ) from None
                     writer.write_table(pa.Table.from_arrays(arrays, schema=schema))
         except BaseException:
             temporary.unlink(missing_ok=True)
@@ -339,3 +345,45 @@ def _csv_cell(value: Any) -> str:
     if isinstance(value, str):
         return value
     return "" if value is None else _encode_record(value)
+
+
+def _column(values: list[Any], known: Any) -> Any:
+    """Return the Arrow array of one column's values: of type ``known``, or inferred if null.
+
+    Integers past int64 (ids of unsigned 64-bit integers), alone or in lists and structs, make
+    the column's int64 uint64; past uint64, or with values below 0 beside them, OverflowError
+    (or an ArrowException).
+    """
+    import pyarrow as pa
+
+    try:
+        return pa.array(values, type=None if known == pa.null() else known)
+    except OverflowError:
+        shape = pa.array([_zeroed(v) for v in values]).type if known == pa.null() else known
+        return pa.array(values, type=_unsigned(shape))
+
+
+def _zeroed(value: Any) -> Any:
+    """Return ``value`` with every integer in it 0 (to infer a column's type without overflow)."""
+    if isinstance(value, bool) or not isinstance(value, int | list | tuple | dict):
+        return value
+    if isinstance(value, int):
+        return 0
+    if isinstance(value, dict):
+        return {k: _zeroed(v) for k, v in value.items()}
+    return [_zeroed(v) for v in value]
+
+
+def _unsigned(type_: Any) -> Any:
+    """Return an Arrow type with every int64 in it (in lists and structs too) made uint64."""
+    import pyarrow as pa
+
+    if type_ == pa.int64():
+        return pa.uint64()
+    if pa.types.is_large_list(type_):
+        return pa.large_list(_unsigned(type_.value_type))
+    if pa.types.is_list(type_):
+        return pa.list_(_unsigned(type_.value_type))
+    if pa.types.is_struct(type_):
+        return pa.struct([f.with_type(_unsigned(f.type)) for f in type_])
+    return type_

@@ -75,11 +75,87 @@ def every_type(n, rng, null_share=0.5):
             ),
         ),
     }
+    for name, type_ in [
+        ("int16", pa.int16()),
+        ("int32", pa.int32()),
+        ("int64", pa.int64()),
+        ("uint8", pa.uint8()),
+        ("uint16", pa.uint16()),
+        ("uint32", pa.uint32()),
+        ("float64", pa.float64()),
+    ]:
+        columns[name] = pa.array(nulls([i % 120 for i in k]), type_)
+    for unit in ("s", "ms", "us"):
+        columns[f"duration_{unit}"] = pa.array(nulls([-i for i in k]), pa.duration(unit))
+    columns["timestamp_ms"] = pa.array(nulls([i * 3 for i in k]), pa.timestamp("ms", "Asia/Tokyo"))
+    columns["map_of_structs"] = pa.array(
+        nulls([[(i, {"x": i % 9})] for i in k]),
+        pa.map_(pa.int32(), pa.struct([("x", pa.int8())])),
+    )
+    columns.update(newer_types(n, nulls))
+    return columns
+
+
+def newer_types(n, nulls):
+    """Columns of the types that newer pyarrow releases added, where this one has them."""
+    k = range(n)
+    columns = {}
     for name in ("string_view", "binary_view"):
         if hasattr(pa, name):
             values = nulls([str(i) if name == "string_view" else bytes(str(i), "ascii") for i in k])
             columns[name] = pa.array(values, getattr(pa, name)())
+    if hasattr(pa, "decimal32"):
+        columns["decimal32"] = pa.array(
+            nulls([decimal.Decimal(i) / 100 for i in k]), pa.decimal32(7, 2)
+        )
+        columns["decimal64"] = pa.array(
+            nulls([decimal.Decimal(i * 10**9) / 1000 for i in k]), pa.decimal64(18, 3)
+        )
+    for name in ("list_view", "large_list_view"):
+        if hasattr(pa, name):
+            columns[name] = pa.array(
+                nulls([[i % 5] * (i % 3) for i in k]), getattr(pa, name)(pa.int8())
+            )
+    extensions = {
+        "uuid": lambda: pa.array(nulls([i.to_bytes(16, "big") for i in k]), pa.binary(16)),
+        "json_": lambda: pa.array(nulls([f'{{"n": {i}}}' for i in k]), pa.string()),
+        "bool8": lambda: pa.array(nulls([i % 3 for i in k]), pa.int8()),
+    }
+    for name, storage in extensions.items():
+        if hasattr(pa, name):
+            columns[name] = pa.ExtensionArray.from_storage(getattr(pa, name)(), storage())
+    if hasattr(pa, "fixed_shape_tensor"):
+        tensor = pa.fixed_shape_tensor(pa.int8(), [2])
+        storage = pa.array(nulls([[i % 7, -(i % 7)] for i in k]), pa.list_(pa.int8(), 2))
+        columns["fixed_shape_tensor"] = pa.ExtensionArray.from_storage(tensor, storage)
+    if hasattr(pa, "opaque"):
+        opaque = pa.opaque(pa.binary(), "geometry", "some.vendor")
+        storage = pa.array(nulls([bytes([i % 256]) for i in k]), pa.binary())
+        columns["opaque"] = pa.ExtensionArray.from_storage(opaque, storage)
     return columns
+
+
+# kinds of Arrow types that a Parquet file cannot hold: pyarrow refuses to write them, or reads
+# them back as another kind (date64 as date32)
+NOT_IN_PARQUET = {"is_interval", "is_run_end_encoded", "is_union", "is_date64"}
+
+
+def test_the_columns_cover_every_kind_of_type_pyarrow_writes():
+    import io
+
+    types = [column.type for column in every_type(4, np.random.default_rng(0)).values()]
+    types.append(pa.string())  # the text column
+    kinds = [n for n in dir(pa.types) if n.startswith("is_") and not n.endswith("_value")]
+    missing = [kind for kind in kinds if not any(getattr(pa.types, kind)(t) for t in types)]
+    assert sorted(missing) == sorted(NOT_IN_PARQUET)
+    for kind in NOT_IN_PARQUET - {"is_date64"}:
+        example = {
+            "is_interval": pa.month_day_nano_interval(),
+            "is_run_end_encoded": pa.run_end_encoded(pa.int32(), pa.string()),
+            "is_union": pa.sparse_union([pa.field("a", pa.int8())]),
+        }[kind]
+        with pytest.raises(pa.ArrowNotImplementedError):
+            pq.write_table(pa.table({"c": pa.array([None], example)}), io.BytesIO())
 
 
 def kept_rows(table, kept):
@@ -174,3 +250,28 @@ def test_kept_records_are_the_input_rows_exactly(tmp_path_factory, n, batch_size
     written = pq.read_table(folder / "out" / "kept.parquet")
     assert written.schema.equals(source.schema)
     assert written.equals(kept_rows(source, result.kept))
+
+
+@pytest.mark.parametrize("annotate", [False, True])
+def test_ids_past_int64_are_written_as_the_input_has_them(tmp_path, annotate):
+    ids = pa.array([2**64 - 1 - i for i in range(300)], pa.uint64())
+    pq.write_table(pa.table({"text": texts(300), "key": ids}), tmp_path / "in.parquet")
+    out = tmp_path / "out"
+    dedup_file(
+        tmp_path / "in.parquet", out, id_field="key", annotate=annotate, pairs=True, **OPTIONS
+    )
+    pairs = pq.read_table(out / "pairs.parquet")
+    duplicates = pq.read_table(out / "duplicates.parquet")
+    assert pairs.schema.field("id_a").type == pa.uint64()
+    assert duplicates.schema.field("ids").type == pa.list_(pa.uint64())
+    first = duplicates.to_pylist()[0]
+    assert first["kept_id"] == 2**64 - 1 - first["kept_row"]
+    assert first["ids"] == [2**64 - 1 - row for row in first["rows"]]
+    if annotate:
+        written = pq.read_table(out / "annotated.parquet")
+        assert written.schema.field("duplicate_of").type == pa.uint64()
+        rows = written.to_pylist()
+        kept_key = {r["cluster"]: r["key"] for r in rows if r["duplicate_of"] is None}
+        removed = [r for r in rows if r["duplicate_of"] is not None]
+        assert removed
+        assert all(r["duplicate_of"] == kept_key[r["cluster"]] > 2**63 for r in removed)
