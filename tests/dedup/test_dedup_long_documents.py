@@ -55,3 +55,34 @@ def test_memory_that_runs_out_while_featurizing_names_the_longest_document(tmp_p
     assert error.startswith(f"gpusimhash: error: out of memory featurizing {huge}, document 2: ")
     assert "9,999,999 bytes of text, the longest of a batch of 2 documents" in error
     assert "pairs" not in error
+
+
+def test_the_report_featurizes_a_text_in_many_sampled_pairs_once():
+    import numpy as np
+
+    from gpusimhash import TextFeaturizer
+    from gpusimhash.dedup.report._sample import sampled_cosines
+    from gpusimhash.evaluation import true_cosines
+
+    seen = []
+
+    class Counting(TextFeaturizer):
+        def transform(self, texts, **kwargs):
+            seen.append(list(texts))
+            return super().transform(texts, **kwargs)
+
+    texts = {0: "a b " * 1000, 1: "a b c", 2: "a", 3: ""}
+    pairs = np.array([[0, 1], [0, 2], [0, 3], [1, 2], [0, 1]])
+    sample = {
+        "pairs": pairs,
+        "examples": [],
+        "kind": np.array(["found"] * len(pairs)),
+        **dict.fromkeys(["found_distances", "random_distances", "estimated"], np.zeros(5)),
+        **dict.fromkeys(["neighbourhood", "radius", "reach", "sampled_documents"], None),
+    }
+    true = sampled_cosines(sample, texts, Counting())["true"]
+    assert seen == [[texts[0], texts[1], texts[2], texts[3]]]  # each text once
+    expected = true_cosines(
+        TextFeaturizer(), [texts[a] for a in pairs[:, 0]], [texts[b] for b in pairs[:, 1]]
+    )
+    np.testing.assert_array_equal(true, expected)
