@@ -225,16 +225,16 @@ def disk_full(work: Path, sizes: list[int]) -> list[Tally]:
             mount = work / f"tmpfs{size}"
             mount.mkdir()
             probe = work / f"probe{size}.json"
+            snap = (
+                f'{sys.executable} -c \'import sys,json;sys.path.insert(0,"{Path(__file__).parent}");'
+                "from reliability_attacks import snapshot;from pathlib import Path;"
+                f'json.dump(snapshot(Path("{mount / "out"}")),open("{probe}%s","w"))\''
+            )
             script = (
                 f"mount -t tmpfs -o size={size} none {mount} && "
-                f"{' '.join(dedup(small, mount / 'out'))} && "
-                f'{sys.executable} -c \'import sys,json;sys.path.insert(0,"{Path(__file__).parent}");'
-                f"from reliability_attacks import snapshot;from pathlib import Path;"
-                f'json.dump(snapshot(Path("{mount / "out"}")),open("{probe}.before","w"))\' && '
-                f"{' '.join(dedup(big, mount / 'out', '--overwrite'))}; rc=$?; "
-                f'{sys.executable} -c \'import sys,json;sys.path.insert(0,"{Path(__file__).parent}");'
-                f"from reliability_attacks import snapshot;from pathlib import Path;"
-                f'json.dump(snapshot(Path("{mount / "out"}")),open("{probe}","w"))\'; exit $rc'
+                f"{{ {' '.join(dedup(small, mount / 'out', '--no-report'))}; {snap % '.before'}; "
+                f"{' '.join(dedup(big, mount / 'out', '--overwrite'))}; rc=$?; {snap % ''}; "
+                "exit $rc; }"
             )
             outcome = run(["unshare", "-rm", "sh", "-c", script])
             try:
@@ -415,7 +415,7 @@ def hostile_jsonl(work: Path) -> list[Tally]:
         "deep.jsonl": ('{"text": "a", "x": ' + "[" * 100_000 + "]" * 100_000 + "}\n", "nested"),
         "bigint.jsonl": ('{"text": "a", "n": ' + "9" * 5000 + "}\n", "digits"),
         "surrogate.jsonl": ('{"text": "a \\ud800 b"}\n', "surrogate"),
-        "array.jsonl": ("[1, 2]\n", "not a JSON object"),
+        "array.jsonl": ("[1, 2]\n", "expected a JSON object"),
         "notext.jsonl": ('{"body": "a"}\n', "no field 'text'"),
         "nontext.jsonl": ('{"text": 5}\n', "text"),
         "nan-id.jsonl": ('{"id": NaN, "text": "a"}\n{"id": 1, "text": "b"}\n', "id"),
@@ -459,14 +459,12 @@ def hostile_parquet(work: Path) -> list[Tally]:
             38, 3
         )
         tally.add(outcome, ok=ok)
-    pq.write_table(pa.table({"text": ["a b"], "n": pa.array([1], pa.int32())}), work / "a.parquet")
-    pq.write_table(pa.table({"text": ["a b"], "n": pa.array([1], pa.int64())}), work / "b.parquet")
-    outcome = run(
-        [
-            *dedup(work / "a.parquet", work / "ab-out", "--output-format", "parquet"),
-            str(work / "b.parquet"),
-        ]
-    )
+    differing = work / "differing"
+    differing.mkdir()
+    for name, type_ in (("a", pa.int32()), ("b", pa.int64())):
+        n_column = pa.array([1], type_)
+        pq.write_table(pa.table({"text": ["a b"], "n": n_column}), differing / f"{name}.parquet")
+    outcome = run(dedup(differing / "*.parquet", work / "ab-out", "--output-format", "parquet"))
     tally.add(outcome, clean=outcome.clean_error("b.parquet: column 'n' is int64", "a.parquet"))
     data = (work / "every.parquet").read_bytes()
     rng = random.Random(8)
@@ -613,7 +611,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="gpusimhash-attacks-") as temporary:
         work = Path(temporary)
         attacks = [
-            ("disk", lambda w: disk_full(w, [4096, 200_000, 1_000_000])),
+            ("disk", lambda w: disk_full(w, [65_536, 400_000, 1_500_000])),
             ("kills", lambda w: kills(w, 3 if args.quick else args.kills, args.seed)),
             ("links", links),
             ("mounts", lambda w: mount_points(w, 1 if args.quick else 4, args.seed)),
