@@ -217,7 +217,7 @@ def disk_full(work: Path, sizes: list[int]) -> list[Tally]:
         before = snapshot(out)
         outcome = run(dedup(big, out, "--overwrite"), preexec=fsize_limit(size))
         lost = first.rc != 0 or not complete(out, before)
-        fsize.add(outcome, lost=lost, clean=outcome.clean_error("File too large"))
+        fsize.add(outcome, lost=lost, clean=outcome.clean_error("file size limit"))
     tallies.append(fsize)
     if can_mount():
         tmpfs = Tally("disk full (tmpfs in a namespace)")
