@@ -111,7 +111,7 @@ def run_cli(path: Path, out: Path, options: list[str]) -> tuple[float, int, dict
     return seconds, peak, json.loads(done.stdout)
 
 
-def synthetic(sizes: list[int], repeats: int) -> None:
+def synthetic(sizes: list[int], repeats: int, result: str | None = None) -> None:
     """Time and peak memory of verified and unverified dedup on synthetic corpora.
 
     Each setting runs ``repeats`` times, the settings taking turns; a row keeps the fastest run's
@@ -181,7 +181,7 @@ def synthetic(sizes: list[int], repeats: int) -> None:
             if other["docs"] == row["docs"] and "not verified" in other["setting"]:
                 ratio = row["seconds"] / other["seconds"]
                 print(f"{row['docs']:,} documents: verified / {other['setting']}: {ratio:.2f}")
-    write_json("dedup_verify_synth.json", {"results": rows})
+    write_json(result or "dedup_verify_synth.json", {"results": rows})
 
 
 def main() -> None:
@@ -194,13 +194,16 @@ def main() -> None:
     parser.add_argument(
         "--repeats", type=int, default=1, help="runs of each synthetic setting (fastest kept)"
     )
-    parser.add_argument("--result", help="result file under bench/results/ (default by --docs)")
+    parser.add_argument(
+        "--result",
+        help="result file under bench/results/ (default by --docs; synthetic: dedup_verify_synth.json)",
+    )
     parser.add_argument(
         "--synthetic", type=int, nargs="+", help="synthetic corpora of these sizes, via the CLI"
     )
     args = parser.parse_args()
     if args.synthetic:
-        synthetic(args.synthetic, args.repeats)
+        synthetic(args.synthetic, args.repeats, args.result)
         return
     lines = load_lines(args.corpus, args.docs or None)
     chosen = [list(SETTINGS.items())[k] for k in args.settings]

@@ -275,6 +275,18 @@ SHOWN = {
             Table(("exactness_checks",), caption="the feature join against brute force"),
         ),
     ),
+    "reliability_attacks.json": Results(
+        "Adversarial runs of the command line",
+        (
+            Table(
+                ("table",),
+                ("attack", "trials", "crashes", "hangs", "data lost", "clean errors", "worked"),
+            ),
+        ),
+    ),
+    "dedup_verify_synth_1m_round3.json": Results(
+        "Peak memory per document at 1,000,000 synthetic documents, one run each"
+    ),
     "dedup_input_cpu.json": Results("dedup's first pass: text read as str or as UTF-8 bytes"),
     "distributed_cpu.json": Results(
         "The whole dedup on Dask: 2,000,000 synthetic documents",

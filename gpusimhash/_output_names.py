@@ -12,6 +12,8 @@ from gpusimhash._choices import OUTPUT_FORMATS
 # against an index, pairs
 RECORD_STEMS = ("kept", "annotated", "duplicates", "in_index", "pairs")
 SUMMARY = "summary.json"
+# every file and folder a run wrote into its output folder, so that --overwrite replaces only those
+MANIFEST = ".gpusimhash-outputs.json"
 REPORT = "report.md"
 PLOTS = {
     "hamming": "hamming_distances.png",
@@ -34,8 +36,7 @@ def written_by_dedup(name: str) -> bool:
     """
     stem, _, suffix = name.partition(".")
     records = stem in RECORD_STEMS and suffix in OUTPUT_FORMATS
-    temporary = name.startswith(".") and name.endswith(".tmp")  # of an older version's writes
-    return records or temporary or name in (SUMMARY, REPORT, *PLOTS.values())
+    return records or name in (SUMMARY, REPORT, *PLOTS.values())
 
 
 def written_by_cluster_dedup(name: str) -> bool:

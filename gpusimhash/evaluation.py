@@ -22,6 +22,7 @@ __all__ = [
     "removal_counts",
     "removal_figures",
     "removal_scores",
+    "row_pair_cosines",
     "true_cosines",
 ]
 
@@ -254,15 +255,43 @@ def true_cosines(
     if len(texts_a) != len(texts_b):
         raise ValueError(f"need as many texts_b as texts_a, got {len(texts_b)} and {len(texts_a)}")
     n = len(texts_a)
-    batch = featurizer.transform(list(texts_a) + list(texts_b))
+    left, right = np.arange(n), np.arange(n, 2 * n)
+    return row_pair_cosines(featurizer, [*texts_a, *texts_b], left, right)
+
+
+def row_pair_cosines(
+    featurizer: TextFeaturizer, texts: Sequence[str], left: np.ndarray, right: np.ndarray
+) -> np.ndarray:
+    """Exact cosines of pairs of texts given by position: each text featurized once.
+
+    Parameters
+    ----------
+    featurizer : TextFeaturizer
+        How text becomes weighted features.
+    texts : sequence of str
+        The texts, each once (a text in many pairs costs its features once).
+    left, right : ndarray of int, same shape
+        Positions in ``texts`` of each pair's two texts.
+
+    Returns
+    -------
+    ndarray, shape (len(left),), dtype float64
+        As `true_cosines`.
+
+    Examples
+    --------
+    >>> row_pair_cosines(TextFeaturizer(), ["a b", "a b b"], np.array([0, 0]), np.array([1, 0]))
+    array([0.9486833, 1.       ])
+    """
+    batch = featurizer.transform(list(texts))
     distinct, column = np.unique(batch.states, return_inverse=True)
     import scipy.sparse as sp  # imported where used: SciPy takes a while to import
 
     matrix = sp.csr_matrix(
-        (batch.entry_weights(), column.ravel(), batch.offsets), shape=(2 * n, distinct.size)
+        (batch.entry_weights(), column.ravel(), batch.offsets), shape=(len(texts), distinct.size)
     )
     matrix.sum_duplicates()
-    a, b = matrix[:n], matrix[n:]
+    a, b = matrix[np.asarray(left, dtype=np.int64)], matrix[np.asarray(right, dtype=np.int64)]
     dots = np.asarray(a.multiply(b).sum(axis=1)).ravel()
     norms = np.sqrt(np.asarray(a.multiply(a).sum(axis=1)).ravel()) * np.sqrt(
         np.asarray(b.multiply(b).sum(axis=1)).ravel()

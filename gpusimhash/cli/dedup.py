@@ -137,7 +137,8 @@ def add_dedup_command(commands: Any) -> None:
     out.add_argument(
         "--overwrite",
         action="store_true",
-        help="replace an earlier run's outputs in --out (without it, --out must be empty)",
+        help="replace an earlier run's outputs in --out, those its manifest "
+        ".gpusimhash-outputs.json lists (without it, --out must be empty)",
     )
     out.add_argument(
         "--output-format", choices=OUTPUT_FORMATS, default="jsonl", help="output files"
@@ -197,7 +198,7 @@ def run_dedup(args: argparse.Namespace) -> int:
     from gpusimhash.dedup.options import DedupOptions
     from gpusimhash.dedup.pipeline import run
     from gpusimhash.fingerprinting import FingerprintSettings
-    from gpusimhash.io._atomic import replacing_folder
+    from gpusimhash.io._output_folder import output_entries, replacing_folder
     from gpusimhash.io.inputs import STDIN, spooled_stdin
 
     id_field, truth_field, input_format = args.id_field, args.truth_field, args.format
@@ -231,7 +232,7 @@ def run_dedup(args: argparse.Namespace) -> int:
                 "--scheduler or --workers"
             )
         out = _scratch_folder(inputs) if to_stdout else options.prepare_folder(args.out)
-        if not args.overwrite and any(out.iterdir()):
+        if not args.overwrite and output_entries(out):
             raise options.UserError(
                 f"{args.out} is not empty: give --overwrite to replace an earlier run's outputs, "
                 "or choose another --out"

@@ -58,7 +58,7 @@ def run_distributed(
     """
     from gpusimhash._output_names import written_by_cluster_dedup
     from gpusimhash.distributed import dedup
-    from gpusimhash.io._atomic import replacing_folder
+    from gpusimhash.io._output_folder import replacing_folder
 
     if args.input is None:
         raise options.UsageError("--scheduler and --workers need an INPUT (files, folder, glob)")

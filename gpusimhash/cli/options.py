@@ -234,8 +234,10 @@ def check_readable(path: str) -> Path:
 
 
 def prepare_folder(path: str) -> Path:
-    """Create an output folder (and parents), or raise UserError."""
+    """Create an output folder (and parents; a dangling link's target), or raise UserError."""
     target = Path(path)
+    if target.is_symlink() and not target.exists():  # a dangling link: make its target
+        target = Path(os.path.realpath(target))
     if target.exists() and not target.is_dir():
         raise UserError(f"cannot write to {path}: it is a file, not a folder")
     try:
@@ -244,7 +246,7 @@ def prepare_folder(path: str) -> Path:
         raise UserError(f"cannot create folder {path}: {error.strerror}") from None
     if not os.access(target, os.W_OK):
         raise UserError(f"cannot write to {path}: permission denied")
-    return target
+    return Path(path)
 
 
 def print_table(title: str, rows: dict[str, Any]) -> None:

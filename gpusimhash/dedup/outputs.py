@@ -27,6 +27,7 @@ import numpy as np
 from gpusimhash.codes import hamming
 from gpusimhash.dedup.results import Clusters, Fingerprints
 from gpusimhash.dedup.row_ids import RowIds
+from gpusimhash.io.parquet_schema import take_rows
 from gpusimhash.io.readers import DocumentBatch as Batch
 from gpusimhash.io.readers import InputError
 from gpusimhash.io.records import annotated
@@ -47,10 +48,13 @@ def write_kept(
     wanted_rows: set[int],
     files: dict[str, str],
     bar: Any,
+    schema: Any = None,
 ) -> tuple[RowIds, dict[int, str]]:
     """Write the kept records (or every record, annotated); collect ids and wanted texts.
 
-    Returns the ids of the clustered rows and the texts of ``wanted_rows``.
+    With ``schema`` (Parquet output of Parquet inputs: `gpusimhash.io.parquet_schema`), the
+    records are written from the batches' Arrow data, with that schema. Returns the ids of the
+    clustered rows and the texts of ``wanted_rows``.
     """
     kept = clusters.kept
     annotation = Annotation.of(source, clusters) if annotate else None
@@ -59,7 +63,7 @@ def write_kept(
     ids = RowIds()
     texts: dict[int, str] = {}
     rows_read = 0
-    with RecordWriter(kept_path, output_format) as writer:
+    with RecordWriter(kept_path, output_format, schema=schema) as writer:
         for batch in source.batches(records=True):
             rows = batch.rows
             rows_read += len(batch)
@@ -67,7 +71,12 @@ def write_kept(
                 break
             clustered = np.flatnonzero(clusters.in_cluster[rows])
             ids.append(rows[clustered], [batch.ids[k] for k in clustered.tolist()])
-            if annotation is None:
+            if schema is not None and annotation is None:
+                writer.write_table(take_rows(batch.table, np.flatnonzero(kept[rows])))
+            elif schema is not None and annotation is not None:
+                id_type = schema.field("duplicate_of").type
+                writer.write_table(annotation.table(batch, ids, id_type))
+            elif annotation is None:
                 writer.write([batch.record(int(k)) for k in np.flatnonzero(kept[rows])])
             else:
                 writer.write(annotation.records(batch, ids))
@@ -121,17 +130,39 @@ class Annotation:
 
     def records(self, batch: Batch, ids: RowIds) -> list[dict[str, Any]]:
         """Return the batch's records with the three fields added (``ids``: of clustered rows)."""
+        return [
+            annotated(batch.record(k), self.source, row, number, duplicate_of, similarity)
+            for k, (row, number, duplicate_of, similarity) in enumerate(self._fields(batch, ids))
+        ]
+
+    def table(self, batch: Batch, ids: RowIds, id_type: Any) -> Any:
+        """Return the batch's Arrow records with the three columns appended (no clash checked).
+
+        The columns are null where `records` gives None: ``cluster`` outside clusters,
+        ``duplicate_of`` and ``similarity`` for kept documents and similarities not finite.
+        ``duplicate_of`` has ``id_type``, the id column's (ids past int64 need uint64).
+        """
+        import pyarrow as pa
+
+        fields = list(zip(*self._fields(batch, ids), strict=True)) or [(), (), (), ()]
+        _, numbers, duplicate_of, similarity = fields
+        table = batch.table
+        clusters = [n if n >= 0 else None for n in numbers]
+        finite = [s if s is not None and np.isfinite(s) else None for s in similarity]
+        table = table.append_column("cluster", pa.array(clusters, pa.int64()))
+        table = table.append_column("duplicate_of", pa.array(list(duplicate_of), id_type))
+        return table.append_column("similarity", pa.array(finite, pa.float64()))
+
+    def _fields(self, batch: Batch, ids: RowIds) -> list[tuple[int, int, Any, float | None]]:
+        """Return ``(row, cluster number, duplicate_of, similarity)`` for each document."""
         out = []
-        for k, row in enumerate(batch.rows.tolist()):
+        for row in batch.rows.tolist():
             duplicate_of = similarity = None
             if self.removed[row]:
                 kept = int(self.kept_for[row])
                 duplicate_of = self.kept_ids[kept] if kept in self.kept_ids else ids[kept]
                 similarity = float(self.similarity[row])
-            number = int(self.numbers[row])
-            out.append(
-                annotated(batch.record(k), self.source, row, number, duplicate_of, similarity)
-            )
+            out.append((row, int(self.numbers[row]), duplicate_of, similarity))
         return out
 
 

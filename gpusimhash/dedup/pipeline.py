@@ -45,10 +45,12 @@ from typing import Any
 
 import numpy as np
 
+from gpusimhash._memory import MemoryRefusal
 from gpusimhash.cluster._documents import Clustering, cluster_documents
 from gpusimhash.dedup import report
 from gpusimhash.dedup.against import Against
 from gpusimhash.dedup.candidates import feature_graph
+from gpusimhash.dedup.document_memory import check_longest, out_of_memory
 from gpusimhash.dedup.options import DedupOptions
 from gpusimhash.dedup.outputs import write_duplicates, write_kept, write_pairs
 from gpusimhash.dedup.results import Clusters, DedupResult, Fingerprints
@@ -58,6 +60,8 @@ from gpusimhash.evaluation import removal_scores
 from gpusimhash.features import FeatureBatch
 from gpusimhash.fingerprinting import FingerprintSettings, fingerprint_batch, resolve_device
 from gpusimhash.io import consumed
+from gpusimhash.io.lines import LineBatch
+from gpusimhash.io.parquet_schema import annotated_schema, input_schema
 from gpusimhash.io.readers import DocumentBatch as Batch
 from gpusimhash.io.records import (
     record_scores,
@@ -172,6 +176,7 @@ def run(
     """
     source, out_dir = Source.of(path, options.reading), Path(out_dir)
     states = source.states()  # read more than once: no pipe, checked after the last read
+    schema = _kept_schema(source, options)  # before any work: inputs of different schemas
     limit = options.threshold(settings.bits)
     checked = None if options.against is None else Against.open(options.against, settings)
     device = resolve_device(options.device, uses=("fingerprint", "join"))
@@ -250,7 +255,15 @@ def run(
     files: dict[str, str] = {}
     with timer.stage("write", total=n) as bar:
         ids, texts = write_kept(
-            source, out_dir, options.output_format, options.annotate, clusters, wanted, files, bar
+            source,
+            out_dir,
+            options.output_format,
+            options.annotate,
+            clusters,
+            wanted,
+            files,
+            bar,
+            schema,
         )
         cluster = write_duplicates(out_dir, options.output_format, clusters, ids, first, files)
     # every id (one more read of the input), or rows as ids
@@ -320,6 +333,30 @@ def run(
 # ---------------------------------------------------------------- stages
 
 
+def _kept_schema(source: Source, options: DedupOptions) -> Any:
+    """Return the kept (or annotated) file's Arrow schema (Parquet output of Parquet inputs)."""
+    if options.output_format != "parquet":
+        return None
+    schema = input_schema(source.paths, options.reading.format)
+    if schema is not None and options.annotate:
+        schema = annotated_schema(schema, source.id_field, source.name)
+    return schema
+
+
+def _featurized(
+    batch: Batch | LineBatch, settings: FingerprintSettings, limit: Threshold, device: str
+) -> tuple[DocumentFeatures, np.ndarray]:
+    """Return a batch's features and codes (of the feature sets for a Jaccard threshold)."""
+    first_row = int(batch.rows[0]) if len(batch) else 0
+    entries = settings.featurizer.transform(batch.texts, first_index=first_row)
+    features = DocumentFeatures.from_batch(entries)
+    if limit.measure == "jaccard":
+        entries = FeatureBatch(features.states, features.offsets, None)
+    if limit.measure == "jaccard" or device == "cpu":
+        return features, fingerprint_batch(entries, device, bits=settings.bits, seed=settings.seed)
+    return features, settings.fingerprint(batch.texts, device=device)
+
+
 def _fingerprint_pass(
     source: Source,
     options: DedupOptions,
@@ -344,19 +381,16 @@ def _fingerprint_pass(
     bar.refresh()
     with consumed.counting() as read:
         for batch in source.fingerprint_batches(records=need_records):
-            first_row = int(batch.rows[0]) if len(batch) else 0
-            entries = settings.featurizer.transform(batch.texts, first_index=first_row)
-            features = DocumentFeatures.from_batch(entries)
+            check_longest(batch, source.where)
+            try:
+                features, batch_codes = _featurized(batch, settings, limit, device)
+            except MemoryError as error:
+                if isinstance(error, MemoryRefusal):
+                    raise
+                raise out_of_memory(batch, source.where) from None
             spill.append(features)
             featured.append(features.sizes > 0)
-            if limit.measure == "jaccard":
-                entries = FeatureBatch(features.states, features.offsets, None)
-            if limit.measure == "jaccard" or device == "cpu":
-                codes.append(
-                    fingerprint_batch(entries, device, bits=settings.bits, seed=settings.seed)
-                )
-            else:
-                codes.append(settings.fingerprint(batch.texts, device=device))
+            codes.append(batch_codes)
             if options.keep == "longest":
                 lengths.append(text_lengths(batch))
             # labels and scores: fields of records (asked for, so never plain text as bytes)

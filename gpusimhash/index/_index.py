@@ -416,7 +416,8 @@ class SimHashIndex:
             if codes.shape[1] * 8 != self._bits:
                 raise ValueError(
                     f"{name} must have {self._bits // 8} bytes per code ({self._bits} bits), "
-                    f"got {codes.shape[1]}"
+                    f"got {codes.shape[1]} (codes of {codes.shape[1] * 8} bits need an index "
+                    f"made with bits={codes.shape[1] * 8})"
                 )
             return codes
         return fingerprint(
@@ -458,7 +459,11 @@ class SimHashIndex:
             The index was loaded read-only (``mmap=True``).
         """
         self._check_writable()
-        return self._add_codes(self.to_codes(data, vocabulary=vocabulary), ids)
+        try:
+            codes = self.to_codes(data, vocabulary=vocabulary)
+        except ValueError as error:  # codes of the wrong width: say too if they cannot train
+            raise ValueError(f"{error}{self._too_few_to_train(data)}") from None
+        return self._add_codes(codes, ids)
 
     @writes
     def _add_codes(self, codes: np.ndarray, ids: Any) -> np.ndarray:
@@ -501,15 +506,25 @@ class SimHashIndex:
         return strings
 
     def _train_if_needed(self, codes: np.ndarray) -> None:
-        n = codes.shape[0]
-        inner = self._inner()
-        if not inner.is_trained:
-            if n < self._params["nlist"]:
-                raise ValueError(
-                    f"an IVF index with nlist={self._params['nlist']} is trained on its first "
-                    f"batch, which needs at least {self._params['nlist']} codes, got {n}"
-                )
-            inner.train(codes)
+        if not self._inner().is_trained:
+            if codes.shape[0] < self._params["nlist"]:
+                raise ValueError(self._training_needs(codes.shape[0]))
+            self._inner().train(codes)
+
+    def _training_needs(self, n: int) -> str:
+        """Say that an IVF index's first batch of ``n`` codes is too small to train it."""
+        nlist = self._params["nlist"]
+        return (
+            f"an IVF index with nlist={nlist} is trained on its first batch, which needs at "
+            f"least {nlist} codes, got {n} (a smaller nlist trains on fewer)"
+        )
+
+    def _too_few_to_train(self, data: Any) -> str:
+        """Return '; and <why>' when ``data`` is an untrained IVF index's too small first batch."""
+        if self._kind != "ivf" or self._inner().is_trained or not isinstance(data, np.ndarray):
+            return ""
+        n = data.shape[0] if data.ndim == 2 else 1
+        return f"; and {self._training_needs(n)}" if n < self._params["nlist"] else ""
 
     def _check_new_ids(self, ids: Any, n: int, stored: np.ndarray) -> np.ndarray:
         array = np.asarray(ids)

@@ -20,10 +20,21 @@ import faiss
 import numpy as np
 
 from gpusimhash.index._keys import KeyMap
-from gpusimhash.io.bundle import BundleError, read_bundle, write_bundle
+from gpusimhash.io.bundle import BundleError, read_bundle, write_bundle, writer_of
 
 FORMAT_NAME = "gpusimhash-index"
 FORMAT_VERSION = 2  # 2: string ids (a keys file); 1 (still written for int64 ids): without
+# the metadata keys this release reads, at the top and inside the featurizer's configuration;
+# a key it does not know may change what the index means (how queries are fingerprinted), so
+# it is refused, unless the metadata lists it under INFORMATIVE (keys any reader may ignore)
+SETTINGS_KEYS = frozenset(
+    {"kind", "bits", "seed", "params", "featurizer", "ntotal", "n_tombstones"}
+)
+FEATURIZER_KEYS = frozenset(
+    {"version", "analyzer", "ngram", "weighting", "lowercase", "document_frequencies"}
+)
+FREQUENCY_KEYS = frozenset({"n_docs", "states", "df"})
+INFORMATIVE = "informative"
 
 
 @dataclass(frozen=True)
@@ -134,6 +145,7 @@ def load(path: str | Path, *, mmap: bool, verify: bool) -> Saved:
         path, format_name=FORMAT_NAME, format_version=(1, FORMAT_VERSION), verify=verify
     )
     manifest = Path(path) / "manifest.json"
+    check_keys(metadata, path)
     if set(paths) - {"keys"} != {"index", "tombstones"}:
         raise BundleError(
             f"{manifest}: lists {sorted(paths)}, expected index, tombstones (and keys)"
@@ -171,7 +183,51 @@ def load_metadata(path: str | Path) -> tuple[dict[str, Any], Path]:
     metadata, _ = read_bundle(
         path, format_name=FORMAT_NAME, format_version=(1, FORMAT_VERSION), verify=False
     )
+    check_keys(metadata, path)
     return metadata, Path(path) / "manifest.json"
+
+
+def check_keys(metadata: dict[str, Any], path: str | Path) -> None:
+    """Refuse metadata keys this release does not know, unless listed as informative.
+
+    Parameters
+    ----------
+    metadata : dict
+        A saved index's metadata.
+    path : str or Path
+        Its folder, for messages.
+
+    Raises
+    ------
+    gpusimhash.io.bundle.BundleError
+        An unknown key (dotted inside the featurizer's configuration: ``featurizer.stem``),
+        named with the release that wrote the index.
+    """
+    informative = metadata.get(INFORMATIVE, [])
+    manifest = Path(path) / "manifest.json"
+    if not isinstance(informative, list) or not all(isinstance(k, str) for k in informative):
+        raise BundleError(f"{manifest}: metadata {INFORMATIVE!r} must be a list of key names")
+    unknown = [k for k in metadata if k not in SETTINGS_KEYS | {INFORMATIVE}]
+    featurizer = metadata.get("featurizer")
+    if isinstance(featurizer, dict):
+        unknown += [f"featurizer.{k}" for k in featurizer if k not in FEATURIZER_KEYS]
+        frequencies = featurizer.get("document_frequencies")
+        if isinstance(frequencies, dict):
+            unknown += [
+                f"featurizer.document_frequencies.{k}"
+                for k in frequencies
+                if k not in FREQUENCY_KEYS
+            ]
+    unknown = sorted(set(unknown) - set(informative))
+    if unknown:
+        from gpusimhash import __version__
+
+        raise BundleError(
+            f"{manifest}: metadata key {unknown[0]!r} is unknown to this release (gpusimhash "
+            f"{__version__}); the index was written by {writer_of(path)}, and queries "
+            "fingerprinted without that setting could be answered wrongly: load it with the "
+            "release that wrote it"
+        )
 
 
 def _read_faiss(path: Path, mmap: bool) -> Any:

@@ -38,7 +38,15 @@ from typing import Any
 
 from gpusimhash.io._atomic import atomic_path, file_mode, fsync_path
 
-__all__ = ["BundleError", "read_bundle", "reading", "sha256_file", "write_bundle", "writing"]
+__all__ = [
+    "BundleError",
+    "read_bundle",
+    "reading",
+    "sha256_file",
+    "write_bundle",
+    "writer_of",
+    "writing",
+]
 
 MANIFEST = "manifest.json"
 WRITER_LOCK = ".writer.lock"
@@ -256,7 +264,9 @@ def _write(
             "files": files,
             "metadata": metadata,
         }
-        manifest = {**body, "manifest_sha256": _self_checksum(body)}
+        # the release that wrote it, for messages only: outside the checksummed body, which
+        # older releases check over its four keys
+        manifest = {**body, "manifest_sha256": _self_checksum(body), "written_by": _release()}
         with (
             atomic_path(directory / MANIFEST) as temporary,
             open(temporary, "w", encoding="utf-8") as stream,
@@ -360,7 +370,14 @@ def _read(
     if stored_checksum != _self_checksum(body):
         raise BundleError(f"{manifest_path}: checksum mismatch (the manifest was altered)")
     versions = (format_version,) if isinstance(format_version, int) else format_version
-    if body["format"] != format_name or body["format_version"] not in versions:
+    found = body["format_version"]
+    if body["format"] == format_name and type(found) is int and found > max(versions):
+        raise BundleError(
+            f"{manifest_path}: format {format_name!r} version {found}, written by "
+            f"{_writer(manifest)}, is newer than this release reads (version "
+            f"{' or '.join(map(str, versions))}): load it with the release that wrote it"
+        )
+    if body["format"] != format_name or found not in versions:
         raise BundleError(
             f"{manifest_path}: format {body['format']!r} version {body['format_version']!r}, "
             f"expected {format_name!r} version {' or '.join(map(str, versions))}"
@@ -384,6 +401,42 @@ def _read(
             raise BundleError(f"{path}: SHA-256 mismatch (the file is corrupt)")
         paths[name] = path
     return body["metadata"], paths
+
+
+def writer_of(directory: str | Path) -> str:
+    """Say which release wrote a bundle, for messages: ``gpusimhash 0.1.0``.
+
+    Parameters
+    ----------
+    directory : str or Path
+        The bundle's folder.
+
+    Returns
+    -------
+    str
+        The manifest's ``written_by``, or words saying that it does not say (a release that
+        did not record it, or a manifest that cannot be read).
+    """
+    try:
+        manifest = json.loads((Path(directory) / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        manifest = None
+    return _writer(manifest)
+
+
+def _writer(manifest: Any) -> str:
+    """Return a manifest's ``written_by``, or words saying it has none."""
+    written_by = manifest.get("written_by") if isinstance(manifest, dict) else None
+    if isinstance(written_by, str) and written_by:
+        return written_by
+    return "a release that does not record its version"
+
+
+def _release() -> str:
+    """Return this release's name and version."""
+    from gpusimhash import __version__
+
+    return f"gpusimhash {__version__}"
 
 
 def _checked_entry(manifest_path: Path, name: str, entry: Any) -> str:

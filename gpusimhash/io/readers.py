@@ -31,7 +31,6 @@ import json
 import os
 import re
 import stat
-import sys
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -86,12 +85,16 @@ class DocumentBatch:
     records : list of dict or None
         The full input records (every field), when asked for; for plain text
         ``{"id": row, "text": line}``.
+    table : pyarrow.Table or None
+        For a Parquet file read with its records, the same records as Arrow data, with the
+        file's schema (what Parquet output writes back; Python values lose some types).
     """
 
     rows: np.ndarray
     ids: list[Any]
     texts: list[str]
     records: list[dict[str, Any]] | None
+    table: Any = None
 
     def __len__(self) -> int:
         """Return the number of documents."""
@@ -349,11 +352,15 @@ def _batched(rows: Iterator[Row], batch_size: int, keep_records: bool) -> Iterat
 
 
 def _batch(
-    first: int, ids: list[Any], texts: list[str], records: list[dict[str, Any]] | None
+    first: int,
+    ids: list[Any],
+    texts: list[str],
+    records: list[dict[str, Any]] | None,
+    table: Any = None,
 ) -> DocumentBatch:
     """Build a batch whose first document is row ``first``."""
     rows = np.arange(first, first + len(texts), dtype=np.int64)
-    return DocumentBatch(rows, ids, texts, records)
+    return DocumentBatch(rows, ids, texts, records, table)
 
 
 def _where(path: Path, line: int) -> str:
@@ -500,15 +507,20 @@ def _csv_rows(
     id_field: str | None,
     skipped: Skipped | None,
 ) -> Iterator[Row]:
-    """Yield ``(id, text, record)`` from a CSV or TSV file with a header row."""
-    csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
-    lines = _csv_lines(stream, path)
+    """Yield ``(id, text, record)`` from a CSV or TSV file with a header row.
+
+    A record (quoted fields may span lines) holds at most `MAX_LINE_BYTES` bytes, whatever its
+    physical lines: reading stops there.
+    """
+    csv.field_size_limit(MAX_LINE_BYTES)  # characters of one field: never reached first
+    lines = _CsvRecordLines(stream, path)
     reader = csv.reader(lines, delimiter="\t" if format == "tsv" else ",", strict=True)
     try:
         try:
             header = next(reader)
         except StopIteration:
             return
+        lines.record_read()
         repeated = sorted({name for name in header if header.count(name) > 1})
         if repeated:
             raise InputError(f"{path}: the header repeats column {repeated[0]!r}")
@@ -520,6 +532,7 @@ def _csv_rows(
         id_column = header.index(id_field) if id_field is not None else None
         row = 0
         for values in reader:
+            lines.record_read()
             if len(values) != len(header):
                 error = InputError(
                     f"{_where(path, reader.line_num)}: {len(values)} fields, "
@@ -554,11 +567,41 @@ def _csv_text_columns(header: list[str], text_field: str, path: Path) -> list[in
     return [header.index(name) for name in names]
 
 
-def _csv_lines(stream: IO[bytes], path: Path) -> Iterator[str]:
-    """Decode a CSV file line by line, keeping line endings (quoted fields may span lines)."""
-    for line, raw in _raw_lines(stream, path):
-        content = _decode(raw, path, line)
-        yield content.removeprefix("\ufeff") if line == 1 else content
+class _CsvRecordLines:
+    """A CSV file's lines, decoded with their endings, for ``csv.reader``; records bounded.
+
+    A record's lines (quoted fields may span many) hold at most `MAX_LINE_BYTES` bytes: the
+    line that would pass that raises InputError naming the line where the record starts. The
+    reader calls `record_read` after each record.
+    """
+
+    def __init__(self, stream: IO[bytes], path: Path) -> None:
+        self._lines = _raw_lines(stream, path)
+        self._path = path
+        self._bytes = 0  # of the record being read, so far
+        self._first: int | None = None  # its first line
+
+    def __iter__(self) -> _CsvRecordLines:
+        """Return the lines' iterator: itself."""
+        return self
+
+    def __next__(self) -> str:
+        """Return the next line, decoded; InputError past a record's limit."""
+        line, raw = next(self._lines)
+        if self._first is None:
+            self._first = line
+        self._bytes += len(raw)
+        if self._bytes > MAX_LINE_BYTES:
+            raise InputError(
+                f"{_where(self._path, self._first)}: a record longer than "
+                f"{MAX_LINE_BYTES:,} bytes (by line {line:,}: an unterminated quote?)"
+            )
+        content = _decode(raw, self._path, line)
+        return content.removeprefix("\ufeff") if line == 1 else content
+
+    def record_read(self) -> None:
+        """Start counting a new record."""
+        self._bytes, self._first = 0, None
 
 
 def _text_rows(
@@ -637,12 +680,17 @@ def _parquet_batches(
                 texts.append(text)
                 ids.append(first + len(good) if doc_id is None else doc_id)
                 good.append(k)
-            records = None
+            records = table = None
             if keep_records:
                 every = record_batch.to_pylist()
                 records = every if len(good) == n else [every[k] for k in good]
+                table = pa.Table.from_batches([record_batch])
+                if len(good) < n:
+                    from gpusimhash.io.parquet_schema import take_rows
+
+                    table = take_rows(table, np.array(good))
             if texts:
-                yield _batch(first, ids, texts, records)
+                yield _batch(first, ids, texts, records, table)
             first += len(texts)
             position += n
     except (pa.ArrowException, OSError, ValueError) as error:  # damaged pages, bad UTF-8

@@ -46,6 +46,8 @@ class Source:
     reading: Reading
     id_field: str | None  # the option, else ``id`` when the first record has one
     skipped: Skipped | None = None  # the first pass's invalid records (skip_invalid)
+    # (first row, file) of every file begun in the read in progress, for `where`
+    _begun: list[tuple[int, Path]] = dataclasses.field(default_factory=list, repr=False)
 
     @classmethod
     def of(cls, path: str | Path | Sequence[str | Path], reading: Reading) -> Source:
@@ -117,12 +119,32 @@ class Source:
             )
         )
 
+    def where(self, row: int) -> str:
+        """Name a row of the read in progress for messages: its file and number there (from 1).
+
+        Parameters
+        ----------
+        row : int
+            A row of a batch the read has yielded.
+
+        Returns
+        -------
+        str
+            ``"<file>, document <k>"``.
+        """
+        first, path = next(
+            ((f, p) for f, p in reversed(self._begun) if f <= row), (0, self.paths[0])
+        )
+        return f"{path}, document {row - first + 1:,}"
+
     def _each(
         self, read: Callable[[Path], Iterator[Batch | LineBatch]]
     ) -> Iterator[Batch | LineBatch]:
         """Chain the files' batches, rows (and ids that are rows) numbered across files."""
         offset = 0
+        self._begun.clear()
         for path in self.paths:
+            self._begun.append((offset, path))
             plain = (self.reading.format or detect_format(path)) == "text"
             rows = 0
             for batch in read(path):

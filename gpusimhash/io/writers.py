@@ -61,6 +61,10 @@ class RecordWriter:
     format : str, optional
         ``"jsonl"``, ``"parquet"`` or ``"csv"``; default: from the name (anything but Parquet
         or CSV is JSONL).
+    schema : pyarrow.Schema, optional
+        Parquet only: the file's schema, fixed from the start (for example an input's own):
+        records are converted to it and Arrow data (`write_table`) must have its columns;
+        default: inferred from the records, batch by batch.
 
     Raises
     ------
@@ -81,7 +85,7 @@ class RecordWriter:
     ['{"id": 1, "text": "a cat"}']
     """
 
-    def __init__(self, path: str | Path, format: str | None = None) -> None:
+    def __init__(self, path: str | Path, format: str | None = None, *, schema: Any = None) -> None:
         self.path = Path(path)
         if format is None:
             detected = detect_format(self.path)
@@ -90,7 +94,10 @@ class RecordWriter:
             raise ValueError(
                 f"output format must be one of {', '.join(OUTPUT_FORMATS)}, got {format!r}"
             )
+        if schema is not None and format != "parquet":
+            raise ValueError(f"a schema is for Parquet output, not {format}")
         self.format = format
+        self._schema = schema
         self._gzip = format != "parquet" and self.path.name.lower().endswith(".gz")
         self._pq: Any = require_pyarrow() if format == "parquet" else None
         self._parquet: Any = None  # a pyarrow ParquetWriter once the first batch is written
@@ -100,6 +107,8 @@ class RecordWriter:
         try:
             self._raw: IO[bytes] = os.fdopen(handle, "wb")
             self._stream: IO[bytes] | gzip.GzipFile = self._compressing(self._raw)
+            if schema is not None and self._pq is not None:  # Parquet, checked above
+                self._parquet = self._pq.ParquetWriter(self._raw, schema)
         except BaseException:  # an interrupt included: no temporary file may stay behind
             self._temp.unlink(missing_ok=True)
             raise
@@ -191,10 +200,47 @@ class RecordWriter:
         self._temp.unlink(missing_ok=True)
         self._raw, self._stream, self._temp = raw, stream, temporary
 
+    def write_table(self, table: Any) -> None:
+        """Append Arrow data as one Parquet row group (a writer made with a ``schema``).
+
+        Parameters
+        ----------
+        table : pyarrow.Table or pyarrow.RecordBatch
+            The schema's columns, in any order, of the schema's types (nullability may differ).
+
+        Raises
+        ------
+        ValueError
+            A column missing or of another type.
+        """
+        import pyarrow as pa
+
+        if self._schema is None:
+            raise ValueError("write_table needs a writer made with a schema")
+        if isinstance(table, pa.RecordBatch):
+            table = pa.Table.from_batches([table])
+        try:
+            table = table.select(self._schema.names).cast(self._schema)
+        except (pa.ArrowException, KeyError, ValueError) as error:
+            raise ValueError(
+                f"{self.path}: data does not fit the file's schema ({error})"
+            ) from None
+        self._parquet.write_table(table)
+        self.count += table.num_rows
+
     def _write_parquet(self, records: list[dict[str, Any]]) -> None:
         """Append records as one Parquet row group, widening the columns when they must grow."""
         import pyarrow as pa
 
+        if self._schema is not None:
+            try:
+                table = pa.Table.from_pylist(records, schema=self._schema)
+            except (pa.ArrowException, TypeError, ValueError) as error:
+                raise ValueError(
+                    f"{self.path}: records do not fit the file's schema ({error})"
+                ) from None
+            self._parquet.write_table(table)
+            return
         schema = self._parquet.schema if self._parquet is not None else pa.schema([])
         names = list(dict.fromkeys([*schema.names, *(k for r in records for k in r)]))
         columns = {}
@@ -202,8 +248,8 @@ class RecordWriter:
             values = [record.get(name) for record in records]
             known = schema.field(name).type if name in schema.names else pa.null()
             try:  # a column that held only nulls so far takes the type of its first values
-                columns[name] = pa.array(values, type=None if known == pa.null() else known)
-            except (pa.ArrowException, TypeError, ValueError) as error:
+                columns[name] = _column(values, known)
+            except (pa.ArrowException, TypeError, ValueError, OverflowError) as error:
                 raise ValueError(
                     f"{self.path}: records do not fit the Parquet columns (field {name!r}: "
                     f"{error}); write JSONL instead"
@@ -233,12 +279,18 @@ class RecordWriter:
             with self._pq.ParquetFile(self._temp) as written:
                 for group in range(written.num_row_groups):
                     old = written.read_row_group(group)
-                    arrays = [
-                        old.column(f.name).cast(f.type)
-                        if f.name in old.column_names
-                        else pa.nulls(old.num_rows, f.type)
-                        for f in schema
-                    ]
+                    try:
+                        arrays = [
+                            old.column(f.name).cast(f.type)
+                            if f.name in old.column_names
+                            else pa.nulls(old.num_rows, f.type)
+                            for f in schema
+                        ]
+                    except pa.ArrowInvalid as error:  # int64 values below 0 where uint64 grew
+                        raise ValueError(
+                            f"{self.path}: records do not fit the Parquet columns ({error}); "
+                            "write JSONL instead"
+                        ) from None
                     writer.write_table(pa.Table.from_arrays(arrays, schema=schema))
         except BaseException:
             temporary.unlink(missing_ok=True)
@@ -293,3 +345,45 @@ def _csv_cell(value: Any) -> str:
     if isinstance(value, str):
         return value
     return "" if value is None else _encode_record(value)
+
+
+def _column(values: list[Any], known: Any) -> Any:
+    """Return the Arrow array of one column's values: of type ``known``, or inferred if null.
+
+    Integers past int64 (ids of unsigned 64-bit integers), alone or in lists and structs, make
+    the column's int64 uint64; past uint64, or with values below 0 beside them, OverflowError
+    (or an ArrowException).
+    """
+    import pyarrow as pa
+
+    try:
+        return pa.array(values, type=None if known == pa.null() else known)
+    except OverflowError:
+        shape = pa.array([_zeroed(v) for v in values]).type if known == pa.null() else known
+        return pa.array(values, type=_unsigned(shape))
+
+
+def _zeroed(value: Any) -> Any:
+    """Return ``value`` with every integer in it 0 (to infer a column's type without overflow)."""
+    if isinstance(value, bool) or not isinstance(value, int | list | tuple | dict):
+        return value
+    if isinstance(value, int):
+        return 0
+    if isinstance(value, dict):
+        return {k: _zeroed(v) for k, v in value.items()}
+    return [_zeroed(v) for v in value]
+
+
+def _unsigned(type_: Any) -> Any:
+    """Return an Arrow type with every int64 in it (in lists and structs too) made uint64."""
+    import pyarrow as pa
+
+    if type_ == pa.int64():
+        return pa.uint64()
+    if pa.types.is_large_list(type_):
+        return pa.large_list(_unsigned(type_.value_type))
+    if pa.types.is_list(type_):
+        return pa.list_(_unsigned(type_.value_type))
+    if pa.types.is_struct(type_):
+        return pa.struct([f.with_type(_unsigned(f.type)) for f in type_])
+    return type_

@@ -8,6 +8,7 @@ documents in candidate pairs, in bounded windows.
 from __future__ import annotations
 
 import contextlib
+import errno
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -72,7 +73,17 @@ class FeatureSpill:
             The batch's documents, next in order.
         """
         for name, dtype in self._COLUMNS:
-            np.ascontiguousarray(getattr(features, name), dtype=dtype).tofile(self._files[name])
+            column = np.ascontiguousarray(getattr(features, name), dtype=dtype)
+            try:
+                column.tofile(self._files[name])
+            except OSError as error:  # a short write (a full disk, a file size limit)
+                raise OSError(
+                    error.errno or errno.ENOSPC,
+                    f"cannot write the features' temporary file ({error.strerror or error}): "
+                    "the disk is full or a file size limit was reached; TMPDIR chooses the "
+                    "folder",
+                    str(self.directory / name),
+                ) from None
         ends = self._total + np.cumsum(features.sizes, dtype=np.int64)
         self._ends.append(ends)
         self._total = int(ends[-1]) if ends.size else self._total

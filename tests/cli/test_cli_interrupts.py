@@ -9,7 +9,7 @@ import time
 import pytest
 
 from gpusimhash import _interrupts
-from gpusimhash._output_names import written_by_dedup
+from gpusimhash._output_names import MANIFEST, written_by_dedup
 from gpusimhash.cli import dedup as dedup_command
 from gpusimhash.cli import main
 from gpusimhash.dedup import pipeline
@@ -86,7 +86,7 @@ def test_a_finished_run_replaces_every_earlier_output(earlier_run):
     write_docs(source, 60, word="other")
     args = ["dedup", str(source), "--out", str(out), "-q", "--max-distance", "3", "--overwrite"]
     assert main([*args, "--output-format", "parquet", "--no-report"]) == 0
-    assert sorted(snapshot(out)) == ["duplicates.parquet", "kept.parquet", "summary.json"]
+    assert sorted(snapshot(out)) == [MANIFEST, "duplicates.parquet", "kept.parquet", "summary.json"]
     assert hidden_siblings(out) == []
 
 

@@ -191,3 +191,25 @@ def test_bad_input():
         index.range_search(np.zeros((1, 8), np.uint8))
     with pytest.raises(ValueError, match="nlist"):
         SimHashIndex(64, kind="ivf", nlist=64).add(np.zeros((10, 8), np.uint8))
+
+
+def test_too_few_codes_for_nlist_are_named_with_nlist_even_at_the_wrong_width():
+    from gpusimhash import fingerprint
+
+    codes = fingerprint([f"document {i}" for i in range(8)])  # 64 bits, the default
+    index = SimHashIndex(kind="ivf", nlist=16)  # 128 bits, the default
+    with pytest.raises(ValueError, match="nlist=16") as error:
+        index.add(codes)
+    assert str(error.value) == (
+        "data must have 16 bytes per code (128 bits), got 8 (codes of 64 bits need an index "
+        "made with bits=64); and an IVF index with nlist=16 is trained on its first batch, which "
+        "needs at least 16 codes, got 8 (a smaller nlist trains on fewer)"
+    )
+    with pytest.raises(ValueError, match=r"^an IVF index with nlist=16 .* got 8 \(a smaller"):
+        SimHashIndex(64, kind="ivf", nlist=16).add(codes)
+    with pytest.raises(ValueError, match=r"^an IVF index with nlist=16 .* got 3 "):
+        SimHashIndex(kind="ivf", nlist=16).add(["a", "b", "c"])
+    trained = SimHashIndex(kind="ivf", nlist=2, nprobe=2)
+    trained.add(fingerprint(["a b", "c d", "e f"], bits=128))
+    with pytest.raises(ValueError, match=r"got 8 \(codes of 64 bits need .* bits=64\)$"):
+        trained.add(codes)  # trained: no word of nlist

@@ -118,6 +118,35 @@ def test_csv_quoted_newlines_still_read(tmp_path):
     assert read_texts(path) == ["two\r\nlines", "b"]
 
 
+@pytest.mark.parametrize("fmt", ["csv", "tsv"])
+def test_a_csv_record_over_the_limit_is_refused_whatever_its_lines(tmp_path, monkeypatch, fmt):
+    monkeypatch.setattr(readers, "MAX_LINE_BYTES", 1 << 16)
+    path = tmp_path / f"q.{fmt}"
+    with path.open("w") as stream:  # 2 MB of short lines in one quoted field
+        stream.write('id\ttext\n1\t"a\n' if fmt == "tsv" else 'id,text\n1,"a\n')
+        stream.writelines("ab\n" for _ in range(700_000))
+        stream.write('"\n')
+    lines = []
+    monkeypatch.setattr(readers, "_decode", lambda raw, p, line: lines.append(line) or raw.decode())
+    with pytest.raises(
+        InputError,
+        match=r"q\.\w+, line 2: a record longer than 65,536 bytes \(by line 21,\d+: an unterm",
+    ):
+        read_texts(path, format=fmt)
+    assert max(lines) < 30_000  # stopped at the limit, not at the end of the field
+
+
+def test_csv_records_each_under_the_limit_are_read(tmp_path, monkeypatch):
+    monkeypatch.setattr(readers, "MAX_LINE_BYTES", 1 << 10)
+    path = tmp_path / "many.csv"
+    texts = ["x\n" * 300 for _ in range(50)]  # 600 bytes each, 30,000 in all
+    path.write_text("text\n" + "".join(f'"{t}"\n' for t in texts))
+    assert read_texts(path) == texts
+    path.write_text("text\n" + '"' + "y\n" * 600 + '"\n')
+    with pytest.raises(InputError, match=r"line 2: a record longer than 1,024 bytes"):
+        read_texts(path)
+
+
 def test_damaged_parquet_pages_name_the_file(tmp_path):
     table = pa.Table.from_pylist([{"id": i, "text": f"text number {i} " * 3} for i in range(2000)])
     buffer = io.BytesIO()

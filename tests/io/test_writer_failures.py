@@ -56,6 +56,40 @@ def test_parquet_refuses_a_field_it_cannot_store(tmp_path):
     assert os.listdir(tmp_path) == []
 
 
+def test_parquet_stores_integers_past_int64_as_uint64(tmp_path):
+    path = tmp_path / "kept.parquet"
+    top = 2**64 - 1
+    with RecordWriter(path) as writer:
+        writer.write([{"id": 1, "ids": [1, 2], "kept": {"id": 3}}])
+        writer.write([{"id": top, "ids": [top, 0], "kept": {"id": top - 1}}])
+    table = pq.read_table(path)
+    assert [str(t) for t in table.schema.types] == [
+        "uint64",
+        "list<element: uint64>",
+        "struct<id: uint64>",
+    ]
+    assert table.to_pylist()[1] == {"id": top, "ids": [top, 0], "kept": {"id": top - 1}}
+
+
+@pytest.mark.parametrize(
+    "batches",
+    [
+        [[{"id": 2**64}]],  # past uint64
+        [[{"id": -1}, {"id": 2**63}]],  # no integer type holds both
+        [[{"id": -1}], [{"id": 2**63}]],  # the same, in two batches
+        [[{"ids": [-1, 2**63]}]],
+    ],
+)
+def test_parquet_refuses_integers_no_column_holds(tmp_path, batches):
+    writer = RecordWriter(tmp_path / "kept.parquet")
+    for batch in batches[:-1]:
+        writer.write(batch)
+    with pytest.raises(ValueError, match=r"do not fit the Parquet columns .*write JSONL instead"):
+        writer.write(batches[-1])
+    writer.abort()
+    assert os.listdir(tmp_path) == []
+
+
 @pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
 def test_interrupt_while_closing_leaves_no_temporary_file(tmp_path, monkeypatch, fmt):
     def interrupted(temporary, path):

@@ -54,6 +54,15 @@ def test_spill_of_featureless_documents():
         assert spill.gather([1]).sizes.tolist() == [0]
 
 
+def test_a_short_write_names_the_spill_file_and_the_full_disk():
+    with feature_spill() as spill:
+        spill._files["weights"].close()
+        spill._files["weights"] = open("/dev/full", "wb", buffering=0)  # noqa: SIM115
+        with pytest.raises(OSError, match="the disk is full or a file size limit") as error:
+            spill.append(DocumentFeatures.from_batch(featurize(["a b c"] * 2000)))
+        assert error.value.filename == str(spill.directory / "weights")
+
+
 LADDER = (np.int8, np.int16, np.float32, np.float64)
 
 

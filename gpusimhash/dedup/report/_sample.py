@@ -19,7 +19,7 @@ import numpy as np
 
 from gpusimhash import _segments
 from gpusimhash.codes import estimate_cosine, hamming
-from gpusimhash.evaluation import true_cosines
+from gpusimhash.evaluation import row_pair_cosines
 from gpusimhash.join._groups import DuplicateGroups
 from gpusimhash.text import TextFeaturizer
 
@@ -348,8 +348,12 @@ def sampled_cosines(
     dict
         The keyword arguments of `write_report` but ``cluster_sizes``.
     """
-    a, b = sample["pairs"][:, 0], sample["pairs"][:, 1]
-    true = true_cosines(featurizer, [texts[r] for r in a], [texts[r] for r in b])
+    rows = np.unique(sample["pairs"])  # a text in many pairs is featurized once
+    left, right = (
+        np.searchsorted(rows, sample["pairs"][:, 0]),
+        np.searchsorted(rows, sample["pairs"][:, 1]),
+    )
+    true = row_pair_cosines(featurizer, [texts[int(r)] for r in rows], left, right)
     examples = [
         {
             **example,
