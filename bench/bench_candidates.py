@@ -212,6 +212,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-candidates-") as scratch:
         folder = Path(scratch)
         for name, texts in corpora(args):
+            for stale in folder.glob("*.npy"):  # pairs of the previous corpus
+                stale.unlink()
             units = prepare(texts, folder)
             del texts
             for spec in args.thresholds:
@@ -233,7 +235,7 @@ def main() -> None:
                         results[method] = {"refused_estimated_candidates": round(estimate)}
                         continue
                     results[method] = run_child(folder, method, measure, value, args.limit)
-                    if method == "features":
+                    if method == "features" and "candidates_s" in results[method]:
                         truth = np.load(folder / f"features-{measure}-{value}.npy")
                 for method in args.methods:
                     found = results[method]
@@ -241,7 +243,9 @@ def main() -> None:
                     row["estimated_code_candidates"] = round(estimate)
                     if "candidates_s" in found:
                         keys = np.load(folder / f"{method}-{measure}-{value}.npy")
-                        recall = np.isin(truth, keys).mean() if truth.size else 1.0
+                        recall = None
+                        if truth is not None:
+                            recall = np.isin(truth, keys).mean() if truth.size else 1.0
                         row.update(
                             {
                                 k: round(v, 2) if isinstance(v, float) else v
@@ -249,7 +253,7 @@ def main() -> None:
                             }
                         )
                         row["total_s"] = round(found["candidates_s"] + found["verify_s"], 2)
-                        row["recall"] = round(float(recall), 6)
+                        row["recall"] = None if recall is None else round(float(recall), 6)
                     else:
                         row.update(found)
                     row["load_average"] = round(os.getloadavg()[0], 2)
