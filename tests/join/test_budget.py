@@ -4,6 +4,7 @@ import pytest
 from gpusimhash import _memory
 from gpusimhash.codes import hamming_matrix
 from gpusimhash.fingerprinting import featurize
+from gpusimhash.join import _budget
 from gpusimhash.join._budget import check_budget, distinct_codes, estimate_pair_count
 from gpusimhash.join._exact import near_duplicate_groups, near_duplicates
 from gpusimhash.verify._features import DocumentFeatures
@@ -119,10 +120,18 @@ def test_an_allocation_that_cannot_fit_is_refused_before_it_is_made(monkeypatch)
 def test_the_cli_prints_a_refusal_as_it_is(tmp_path, monkeypatch, capsys):
     from gpusimhash.cli import main
 
-    monkeypatch.setattr(_memory, "available_memory", lambda: 10)
+    real_check = _memory.check_memory
+
+    def tight(nbytes, what):  # no memory for the join's pairs alone
+        with monkeypatch.context() as patch:
+            patch.setattr(_memory, "available_memory", lambda: 10)
+            real_check(nbytes, what)
+
+    monkeypatch.setattr(_budget, "check_memory", tight)
     path = tmp_path / "in.txt"
     path.write_text("a b c\na b c\na b d\n")
-    code = main(["dedup", str(path), "--out", str(tmp_path / "out"), "-q"])
+    out = str(tmp_path / "out")
+    code = main(["dedup", str(path), "--out", out, "-q", "--candidates", "codes"])
     err = capsys.readouterr().err
     assert code == 1
     assert "candidate pairs at Hamming radius" in err
