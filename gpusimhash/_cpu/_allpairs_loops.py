@@ -41,10 +41,13 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from gpusimhash._cpu._cluster_loops import COSINE, _passes
+from gpusimhash._cpu._cluster_loops import COSINE, _passes, _prefetch_document
+from gpusimhash._cpu._prefetch import prefetch
 
 # relative margin of the head bounds: heads stay this much below the threshold
 _MARGIN = 1e-9
+# candidates ahead whose data a check prefetches (their cache misses overlap)
+_AHEAD = 8
 
 
 @njit(cache=True, nogil=True, parallel=True)
@@ -251,6 +254,34 @@ def _rest(
     return min(squares_x, squares_y)
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _need(
+    size_x: int, y: int, offsets: np.ndarray, measure: int, value: float
+) -> float:  # pragma: no cover - compiled
+    """Return the score a pair of ``x`` (of ``size_x`` features) and ``y`` must reach.
+
+    Cosine: the threshold; Jaccard: the shared count ``t (|x| + |y|) / (1 + t)``. Both less
+    the margin.
+    """
+    floor = value * (1.0 - _MARGIN)
+    if measure == COSINE:
+        return floor
+    return floor * (size_x + offsets[y + 1] - offsets[y]) / (1.0 + value)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _prefetch_entries(
+    doc: int, offsets: np.ndarray, ranked: np.ndarray, share: np.ndarray, before: np.ndarray
+) -> None:  # pragma: no cover - compiled
+    """Prefetch what `_below` and the tail's start read of ``doc`` (its first and last lines)."""
+    lo, hi = offsets[doc], offsets[doc + 1] - 1
+    prefetch(ranked, lo)
+    prefetch(ranked, hi)
+    prefetch(before, 3 * lo)  # ``before`` has three columns: element ``3 k`` starts row ``k``
+    prefetch(before, 3 * hi)
+    prefetch(share, hi)
+
+
 @njit(cache=True, nogil=True, parallel=True)
 def first_postings(
     offsets: np.ndarray,
@@ -315,15 +346,20 @@ def _probe(
     in descending rank. ``met[y]`` holds ``(x, score, rest)``: the score sums what those
     features give (products of shares, or their count), and the rest bounds what the other
     shared features may add: they rank below the last one met, so `_rest` bounds them by the
-    two prefixes before it. Returns how many documents are left in ``touched``: those whose
-    ``score + rest`` reaches the threshold (less the margin), and for Jaccard whose sizes
-    are within the factor ``t`` of each other.
+    two prefixes before it. A document whose first meeting's product and rest fall short is
+    never touched: its later meetings rank lower, inside that rest (its score stays -inf).
+    Returns how many documents are left in ``touched``: those whose ``score + rest`` reaches
+    the threshold (less the margin), then also with the sharper rest below both tails'
+    starts, and for Jaccard whose sizes are within the factor ``t`` of each other. The
+    sharper check prefetches its documents' entries `_AHEAD` candidates ahead.
     """
     floor = value * (1.0 - _MARGIN)
     size_x = offsets[x + 1] - offsets[x]
     first = stop - met.shape[0]
     end = min(stop, x)
     mark = np.float64(x)
+    # the least `_need` of a partner (for Jaccard, one of a size within the factor ``t``)
+    least_need = floor if measure == COSINE else floor * (1.0 + floor) * size_x / (1.0 + value)
     n_met = 0
     for kx in range(offsets[x + 1] - 1, starts[x] - 1, -1):
         r = entry_rank[ordered[kx]]
@@ -336,33 +372,39 @@ def _probe(
             if y >= end:
                 break
             w = y - first
-            if met[w, 0] != mark:
-                met[w, 0] = mark
-                met[w, 1] = 0.0
-                touched[n_met] = y
-                n_met += 1
             by = posting_before[p]
-            met[w, 1] += sx * posting_share[p]
-            met[w, 2] = _rest(bx[0], bx[1], bx[2], by[0], by[1], by[2], measure)
+            gain = sx * posting_share[p]
+            rest = _rest(bx[0], bx[1], bx[2], by[0], by[1], by[2], measure)
+            if met[w, 0] != mark:  # first met: nothing ranked above adds to the score
+                met[w, 0] = mark
+                if gain + rest < least_need:
+                    met[w, 1] = -np.inf  # it can never pass: its later meetings add nothing
+                else:
+                    met[w, 1] = gain
+                    touched[n_met] = y
+                    n_met += 1
+            else:
+                met[w, 1] += gain
+            met[w, 2] = rest
             p += 1
         cursor[kx] = p
-    if n_met == 0:
-        return 0
     left = 0
-    tail_x = ranked[starts[x]]
     for t in range(n_met):
         y = touched[t]
-        w = y - first
-        if measure == COSINE:
-            need = floor
-        else:
+        if measure != COSINE:
             size_y = offsets[y + 1] - offsets[y]
             if size_y < floor * size_x or size_x < floor * size_y:
                 continue
-            need = floor * (size_x + size_y) / (1.0 + value)
-        if met[w, 1] + met[w, 2] < need:
-            continue
-        # sharper: the other shared features rank below both tails' starts
+        if met[y - first, 1] + met[y - first, 2] >= _need(size_x, y, offsets, measure, value):
+            touched[left] = y
+            left += 1
+    # sharper: the other shared features rank below both tails' starts
+    kept = 0
+    tail_x = ranked[starts[x]]
+    for t in range(left):
+        if t + _AHEAD < left:
+            _prefetch_entries(touched[t + _AHEAD], offsets, ranked, share, before)
+        y = touched[t]
         tail_y = ranked[starts[y]]
         if tail_x >= tail_y:
             bx = before[starts[x]]
@@ -373,10 +415,10 @@ def _probe(
             by = before[starts[y]]
             y0, y1, y2 = by[0], by[1], by[2]
         rest = _rest(x0, x1, x2, y0, y1, y2, measure)
-        if met[w, 1] + rest >= need:
-            touched[left] = y
-            left += 1
-    return left
+        if met[y - first, 1] + rest >= _need(size_x, y, offsets, measure, value):
+            touched[kept] = y
+            kept += 1
+    return kept
 
 
 @njit(cache=True, nogil=True, parallel=True)
@@ -466,6 +508,10 @@ def passing_pairs(
                 break
             verified += left
             for t in range(left):
+                if t + _AHEAD < left:
+                    _prefetch_document(
+                        states, offsets, weights, exponents, squared_norms, touched[t + _AHEAD]
+                    )
                 y = touched[t]
                 ok, value_of_pair = _passes(
                     states, offsets, weights, exponents, squared_norms, y, x, measure, value
