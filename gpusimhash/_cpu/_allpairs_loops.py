@@ -27,7 +27,8 @@ filter of PPJoin, Xiao et al. 2008).
 * ``size_keys``: each document's size key and the least key of a partner.
 * ``tail_starts``: where each document's indexed tail starts.
 * ``fill_postings``: the index: for each feature, the documents whose tail holds it, ascending.
-* ``first_postings``: per tail entry, the first posting of a partner large enough.
+* ``first_postings``: per tail entry, the first posting of a partner large enough, and the
+  postings each document's probes will read.
 * ``passing_pairs``: every later document probes the candidates of one window of documents,
   each candidate verified; the passing ones written out with their similarity.
 
@@ -291,20 +292,23 @@ def first_postings(
     posting_offsets: np.ndarray,
     posting_docs: np.ndarray,
     first_partner: np.ndarray,
-) -> np.ndarray:  # pragma: no cover - compiled
+) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
     """Return, per tail entry of each document, its feature's first posting of a partner.
 
     A partner of ``x`` is at least ``first_partner[x]`` (documents are in size-key order);
     the posting lists ascend by document, so each cursor is found by binary search. Entries
-    of the heads keep -1.
+    of the heads keep -1. Also returns, per document, the postings its probes will read in
+    all: those from its cursors up to its own postings (`passing_pairs` reads each once).
     """
     n_docs = offsets.size - 1
     cursor = np.full(ordered.size, -1, dtype=np.int64)
+    reads = np.zeros(n_docs, dtype=np.int64)
     for x in prange(n_docs):
         least = first_partner[x]
         for kx in range(starts[x], offsets[x + 1]):
             r = entry_rank[ordered[kx]]
-            lo, hi = posting_offsets[r], posting_offsets[r + 1]
+            begin, end = posting_offsets[r], posting_offsets[r + 1]
+            lo, hi = begin, end
             while lo < hi:
                 middle = (lo + hi) // 2
                 if posting_docs[middle] < least:
@@ -312,7 +316,15 @@ def first_postings(
                 else:
                     hi = middle
             cursor[kx] = lo
-    return cursor
+            own, hi = lo, end
+            while own < hi:
+                middle = (own + hi) // 2
+                if posting_docs[middle] < x:
+                    own = middle + 1
+                else:
+                    hi = middle
+            reads[x] += own - lo
+    return cursor, reads
 
 
 @njit(cache=True, nogil=True)

@@ -10,7 +10,8 @@ representatives ordered by size key and their tails indexed
 is the single machine's. The probing, nearly all of the join's work, is split by the
 documents that probe: share ``s`` of ``k`` probes the blocks ``s, s + k, ...`` of the index
 (`probe_share`; `gpusimhash.verify._feature_join.probe_blocks`), each on the index shipped
-once to its worker. Every passing pair of documents is found by exactly one share; each share
+once to its worker, after the index's reads are checked against the budget as one machine
+checks them (`check_index`). Every passing pair of documents is found by exactly one share; each share
 names its pairs by their codes' lowest rows, as the table and tile tasks do. Where some code
 has two representatives (documents of that code with other features), two shares may find
 one pair of codes, and the pairs are shuffled by a hash of the pair (`route_pairs`) to tasks
@@ -34,6 +35,7 @@ from gpusimhash.join._groups import collapse
 from gpusimhash.verify._feature_join import (
     FeatureIndex,
     check_pairs,
+    check_reads,
     feature_index,
     probe_blocks,
 )
@@ -178,6 +180,11 @@ def index_summary(indexed: IndexedDocuments) -> tuple[int, int, int, bool]:
         indexed.index.indexed,
         indexed.shared_codes,
     )
+
+
+def check_index(indexed: IndexedDocuments, max_pairs: int | None) -> None:
+    """Refuse, as one machine does, an index whose probes would read too many postings (a task)."""
+    check_reads(indexed.index, max_pairs)
 
 
 def route_pairs(found: tuple[np.ndarray, int], n_tasks: int) -> list[np.ndarray]:

@@ -132,6 +132,7 @@ class JoinStage(RunState):
         )
         del featured
         budget = None if options.force else options.max_candidate_pairs
+        client.submit(features.check_index, indexed, budget).result()  # before any probe
         workers = sorted(client.scheduler_info().get("workers", {}))
         found = [
             client.submit(

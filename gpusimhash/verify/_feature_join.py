@@ -41,6 +41,9 @@ from gpusimhash.verify._features import DocumentFeatures
 PAIRS_PER_BLOCK = 1 << 18
 # candidate documents per window: a block's state for them (24 bytes each) stays in cache
 WINDOW_DOCS = 1 << 15
+# postings the join may read per pair of the budget: a read costs far less than the verification
+# of a candidate pair, which the codes' budget counts
+READS_PER_PAIR = 10
 # interleaved blocks of documents per thread (each block holds 28 bytes per document)
 _BLOCKS_PER_THREAD = 2
 _MEASURES = {"cosine": COSINE, "jaccard": JACCARD}
@@ -85,7 +88,9 @@ def feature_join(
         The threshold, in ``(0, 1]``: at or below 0 a pair sharing no feature would qualify,
         which no feature index finds.
     max_pairs : int, optional
-        Refuse, as soon as they are found, more passing pairs than this.
+        Refuse, as soon as they are found, more passing pairs than this; and, before any
+        probe, an index whose probes would read more than ``READS_PER_PAIR`` times this many
+        postings (`check_reads`).
 
     Returns
     -------
@@ -94,8 +99,8 @@ def feature_join(
     Raises
     ------
     ValueError
-        An unknown measure, a threshold outside ``(0, 1]``, ``2**31`` documents or more, or
-        more than ``max_pairs`` pairs.
+        An unknown measure, a threshold outside ``(0, 1]``, ``2**31`` documents or more,
+        more than ``max_pairs`` pairs, or more postings to read than their budget.
     MemoryError
         Pairs found that the memory available cannot hold.
 
@@ -108,6 +113,7 @@ def feature_join(
     [((0, 1), 0.866), ((0, 3), 1.0), ((1, 3), 0.866)]
     """
     index = feature_index(features, measure, value)
+    check_reads(index, max_pairs)
     n_blocks = _BLOCKS_PER_THREAD * threads()
     return probe_blocks(index, np.arange(n_blocks), n_blocks, max_pairs=max_pairs)
 
@@ -134,6 +140,10 @@ class FeatureIndex:
         `COSINE` or `JACCARD`.
     value : float
         The threshold.
+    reads : int
+        Postings the probes of every block read in all: the pairs of documents that share a
+        feature of both tails (counted once per such feature) and whose size keys allow the
+        threshold. The probing's work is about proportional to it.
     """
 
     order: np.ndarray
@@ -141,6 +151,7 @@ class FeatureIndex:
     arrays: tuple[np.ndarray, ...]
     measure: int
     value: float
+    reads: int
 
     @property
     def n_docs(self) -> int:
@@ -224,7 +235,7 @@ def _index_by_size(
     starts = parallel_call(tail_starts, offsets, share, before, code, value, items=entries)
     postings = fill_postings(offsets, ordered, starts, entry_rank, share, before, n_ranks)
     ranked = entry_rank[ordered]  # each position's feature rank
-    cursor = parallel_call(
+    cursor, reads = parallel_call(
         first_postings,
         offsets,
         starts,
@@ -243,7 +254,7 @@ def _index_by_size(
         features.exponents,
         features.squared_norms,
     )
-    return FeatureIndex(order, index, arrays, code, value)
+    return FeatureIndex(order, index, arrays, code, value, int(reads.sum()))
 
 
 def probe_blocks(
@@ -376,6 +387,34 @@ def check_pairs(found: int, max_pairs: int | None, measure: str, value: float) -
             "(force=True)"
         )
     check_memory(20 * found, f"{where} need")
+
+
+def check_reads(index: FeatureIndex, max_pairs: int | None) -> None:
+    """Refuse, before any probe, an index whose probes would read too many postings.
+
+    Parameters
+    ----------
+    index : FeatureIndex
+        The index (`FeatureIndex.reads` counts its probes' reads exactly).
+    max_pairs : int, optional
+        The pair budget: at most ``READS_PER_PAIR`` times this many reads; none without it.
+
+    Raises
+    ------
+    ValueError
+        More reads than that, with their count: on dense text (long documents sharing
+        frequent words) a low threshold makes most pairs of documents candidates.
+    """
+    if max_pairs is None or index.reads <= READS_PER_PAIR * max_pairs:
+        return
+    measure = _NAMES[index.measure]
+    raise ValueError(
+        f"the feature join at {measure} {index.value:g} would read {index.reads:,} postings "
+        f"(pairs of documents sharing an indexed feature) for {index.n_docs:,} documents, "
+        f"over the budget of {READS_PER_PAIR * max_pairs:,} ({READS_PER_PAIR} per pair of "
+        "the pair budget): raise the threshold, take candidates from the codes "
+        "(--candidates codes), or pass --force (force=True)"
+    )
 
 
 def _frequency_ranks(states: np.ndarray) -> tuple[np.ndarray, int]:

@@ -255,3 +255,26 @@ def test_a_costly_join_warns_before_it_starts(default_corpus, tmp_path, monkeypa
     assert seen == [1]  # warned before the tiles' tasks were submitted
     assert "estimated at" in str(found[0].message)
     assert "single machine's (brute" in str(found[0].message)
+
+
+@pytest.mark.slow
+def test_a_feature_join_over_budget_is_refused_before_any_probe_as_on_one_machine(
+    default_corpus, tmp_path, monkeypatch
+):
+    from gpusimhash.dedup.pipeline import dedup_file
+    from gpusimhash.distributed import _features, dedup
+
+    budget = {"max_candidate_pairs": 5, "id_field": "id"}
+    with pytest.raises(ValueError, match="would read .* postings") as single:
+        dedup_file(default_corpus / "all.jsonl", tmp_path / "single", **budget)
+    probed = []
+    monkeypatch.setattr(_features, "probe_share", lambda *args: probed.append(args))
+    with (
+        distributed.Client(
+            processes=False, n_workers=1, threads_per_worker=1, dashboard_address=":0"
+        ) as client,
+        pytest.raises(ValueError, match="would read .* postings") as spread,
+    ):
+        dedup(default_corpus / "parts", tmp_path / "spread", client=client, **budget)
+    assert str(spread.value) == str(single.value)
+    assert probed == []

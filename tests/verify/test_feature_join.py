@@ -227,7 +227,8 @@ def test_an_unknown_measure_is_refused():
         feature_join(features, "weighted_jaccard", 0.5)
 
 
-def test_more_pairs_than_the_budget_are_refused():
+def test_more_pairs_than_the_budget_are_refused(monkeypatch):
+    monkeypatch.setattr(_feature_join, "READS_PER_PAIR", 10**9)  # the reads' check passes
     features = real_text_features()
     found = feature_join(features, "cosine", 0.8)
     assert len(found.pairs) > 10
@@ -235,3 +236,39 @@ def test_more_pairs_than_the_budget_are_refused():
         feature_join(features, "cosine", 0.8, max_pairs=10)
     at_budget = feature_join(features, "cosine", 0.8, max_pairs=len(found.pairs))
     np.testing.assert_array_equal(at_budget.pairs, found.pairs)
+
+
+def counted_reads(index):
+    """The postings every probe reads, counted apart: per tail entry of ``x``, the postings of
+    its feature from documents in ``[first_partner[x], x)``."""
+    starts, entry_rank, ordered = index.index[:3]
+    posting_offsets, posting_docs = index.index[6], index.index[7]
+    first_partner, offsets = index.index[10], index.arrays[1]
+    reads = 0
+    for x in range(index.n_docs):
+        for k in range(starts[x], offsets[x + 1]):
+            r = entry_rank[ordered[k]]
+            docs = posting_docs[posting_offsets[r] : posting_offsets[r + 1]]
+            reads += int(np.count_nonzero((docs >= first_partner[x]) & (docs < x)))
+    return reads
+
+
+@settings(max_examples=60, deadline=None)
+@given(features=corpora(), value=THRESHOLDS, measure=st.sampled_from(["cosine", "jaccard"]))
+def test_the_index_counts_its_probes_reads(features, value, measure):
+    index = _feature_join.feature_index(features, measure, value)
+    assert index.reads == counted_reads(index)
+
+
+def test_an_index_that_would_read_too_much_is_refused_before_probing(monkeypatch):
+    features = real_text_features()
+    index = _feature_join.feature_index(features, "cosine", 0.5)
+    assert index.reads > 10 * _feature_join.READS_PER_PAIR
+    probed = []
+    monkeypatch.setattr(_feature_join, "probe_blocks", lambda *a, **k: probed.append(a))
+    budget = -(-index.reads // _feature_join.READS_PER_PAIR) - 1  # one pair short
+    with pytest.raises(ValueError, match=rf"would read {index.reads:,} postings .* raise the"):
+        feature_join(features, "cosine", 0.5, max_pairs=budget)
+    assert probed == []
+    feature_join(features, "cosine", 0.5, max_pairs=budget + 1)
+    assert len(probed) == 1
