@@ -11,8 +11,9 @@ is the single machine's. The probing, nearly all of the join's work, is split by
 documents that probe: share ``s`` of ``k`` probes the blocks ``s, s + k, ...`` of the index
 (`probe_share`; `gpusimhash.verify._feature_join.probe_blocks`), each on the index shipped
 once to its worker, after the index's reads are checked against the budget as one machine
-checks them (`check_index`). Every passing pair of documents is found by exactly one share; each share
-names its pairs by their codes' lowest rows, as the table and tile tasks do. Where some code
+checks them (`check_index`). Every passing pair of documents is found by exactly one share;
+each share names its pairs by their codes' lowest rows, as the table and tile tasks do. Where
+some code
 has two representatives (documents of that code with other features), two shares may find
 one pair of codes, and the pairs are shuffled by a hash of the pair (`route_pairs`) to tasks
 that keep each once (`distinct_pairs`); otherwise each share's pairs are already distinct.
@@ -173,7 +174,10 @@ def featured_bytes(featured: tuple[np.ndarray, np.ndarray, DocumentFeatures]) ->
 
 
 def index_summary(indexed: IndexedDocuments) -> tuple[int, int, int, bool]:
-    """Return the distinct codes, the documents indexed, their indexed entries and whether some code has two representatives (a task)."""
+    """Return the index's distinct codes, documents, entries and whether a code has two (a task).
+
+    The last: whether some code has two representatives (documents of other features).
+    """
     return (
         indexed.distinct_codes,
         indexed.index.n_docs,
