@@ -42,8 +42,8 @@ PAIRS_PER_BLOCK = 1 << 18
 # candidate documents per window: a block's state for them (24 bytes each) stays in cache
 WINDOW_DOCS = 1 << 15
 # postings the join may read per pair of the budget: a read costs far less than the verification
-# of a candidate pair, which the codes' budget counts
-READS_PER_PAIR = 10
+# of a candidate pair, which the codes' budget counts (10 billion at the default budget)
+READS_PER_PAIR = 100
 # interleaved blocks of documents per thread (each block holds 28 bytes per document)
 _BLOCKS_PER_THREAD = 2
 _MEASURES = {"cosine": COSINE, "jaccard": JACCARD}
