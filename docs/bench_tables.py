@@ -191,6 +191,10 @@ SHOWN = {
     "dedup_verify_cpu_841708_prefetch.json": Results(
         "What verification costs: the whole PyPI corpus"
     ),
+    "dedup_verify_cpu_841708_features.json": Results(
+        "The defaults (candidates from the features) against the unverified run: the whole PyPI "
+        "corpus, side by side"
+    ),
     "dedup_verify_synth.json": Results(
         "dedup's time and memory per document on synthetic corpora",
         (
