@@ -71,6 +71,17 @@ def rensa_deduplicator(sets: list[list[str]]) -> tuple[list[bool], dict]:
     return keep, {"num_bands": "rensa's default", "seed": 42, "verify": "estimated Jaccard"}
 
 
+def keep_first(n: int, present: list[int], minhashes, lsh) -> list[bool]:
+    """Keep each document unless the LSH index already holds a candidate; index the kept ones."""
+    keep = [True] * n
+    for i, minhash in zip(present, minhashes, strict=True):
+        if lsh.query(minhash):
+            keep[i] = False
+        else:
+            lsh.insert(i, minhash)
+    return keep
+
+
 def rensa_lsh(sets: list[list[str]]) -> tuple[list[bool], dict]:
     """rensa ``RMinHash.from_token_sets`` and ``RMinHashLSH``, keep-first on LSH candidates."""
     from rensa import RMinHash, RMinHashLSH
@@ -78,12 +89,7 @@ def rensa_lsh(sets: list[list[str]]) -> tuple[list[bool], dict]:
     present = [i for i, s in enumerate(sets) if s]
     minhashes = RMinHash.from_token_sets([sets[i] for i in present], num_perm=NUM_PERM, seed=42)
     lsh = RMinHashLSH(threshold=THRESHOLD, num_perm=NUM_PERM, num_bands=RENSA_LSH_BANDS)
-    keep = [True] * len(sets)
-    for i, minhash in zip(present, minhashes, strict=True):
-        if lsh.query(minhash):
-            keep[i] = False
-        else:
-            lsh.insert(i, minhash)
+    keep = keep_first(len(sets), present, minhashes, lsh)
     return keep, {"num_bands": RENSA_LSH_BANDS, "seed": 42, "verify": "none"}
 
 
@@ -94,12 +100,7 @@ def datasketch_lsh(sets: list[list[str]]) -> tuple[list[bool], dict]:
     present = [i for i, s in enumerate(sets) if s]
     minhashes = MinHash.bulk([[w.encode() for w in sets[i]] for i in present], num_perm=NUM_PERM)
     lsh = MinHashLSH(threshold=THRESHOLD, num_perm=NUM_PERM)
-    keep = [True] * len(sets)
-    for i, minhash in zip(present, minhashes, strict=True):
-        if lsh.query(minhash):
-            keep[i] = False
-        else:
-            lsh.insert(i, minhash)
+    keep = keep_first(len(sets), present, minhashes, lsh)
     return keep, {"num_bands": lsh.b, "rows_per_band": lsh.r, "seed": 1, "verify": "none"}
 
 

@@ -283,6 +283,20 @@ def _prefetch_entries(
     prefetch(share, hi)
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _first_at_least(
+    docs: np.ndarray, lo: int, hi: int, value: int
+) -> int:  # pragma: no cover - compiled
+    """Return the first position in ``[lo, hi)`` of ascending ``docs`` holding ``value`` or more."""
+    while lo < hi:
+        middle = (lo + hi) // 2
+        if docs[middle] < value:
+            lo = middle + 1
+        else:
+            hi = middle
+    return lo
+
+
 @njit(cache=True, nogil=True, parallel=True)
 def first_postings(
     offsets: np.ndarray,
@@ -307,23 +321,10 @@ def first_postings(
         least = first_partner[x]
         for kx in range(starts[x], offsets[x + 1]):
             r = entry_rank[ordered[kx]]
-            begin, end = posting_offsets[r], posting_offsets[r + 1]
-            lo, hi = begin, end
-            while lo < hi:
-                middle = (lo + hi) // 2
-                if posting_docs[middle] < least:
-                    lo = middle + 1
-                else:
-                    hi = middle
+            end = posting_offsets[r + 1]
+            lo = _first_at_least(posting_docs, posting_offsets[r], end, least)
             cursor[kx] = lo
-            own, hi = lo, end
-            while own < hi:
-                middle = (own + hi) // 2
-                if posting_docs[middle] < x:
-                    own = middle + 1
-                else:
-                    hi = middle
-            reads[x] += own - lo
+            reads[x] += _first_at_least(posting_docs, lo, end, x) - lo
     return cursor, reads
 
 
