@@ -471,8 +471,8 @@ def passing_pairs(
     per-candidate state of a block (``met``, 24 bytes a document) stays in the cache while
     every later document probes it; windows are taken in ascending order, each document's
     ``cursor`` (`first_postings`) moving on past the postings read. Block ``b`` (of
-    ``resume.size``) takes documents ``resume[b]``, ``resume[b] + n_blocks``, ... and writes its pairs ``(earlier, later)``
-    with their similarity from ``b * room`` on. It stops before a document whose candidates
+    ``resume.size``) takes documents ``resume[b]``, ``resume[b] + n_blocks``, ... and writes
+    its pairs ``(earlier, later)`` with their similarity from ``b * room`` on. It stops before a document whose candidates
     might not fit, leaving that document in ``resume[b]`` (``n_docs`` or more once done) for
     the next call; ``written[b]`` and ``compared[b]`` receive the pairs written and the
     candidates verified.

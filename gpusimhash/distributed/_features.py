@@ -13,10 +13,10 @@ documents that probe: share ``s`` of ``k`` probes the blocks ``s, s + k, ...`` o
 once to its worker, after the index's reads are checked against the budget as one machine
 checks them (`check_index`). Every passing pair of documents is found by exactly one share;
 each share names its pairs by their codes' lowest rows, as the table and tile tasks do. Where
-some code
-has two representatives (documents of that code with other features), two shares may find
-one pair of codes, and the pairs are shuffled by a hash of the pair (`route_pairs`) to tasks
-that keep each once (`distinct_pairs`); otherwise each share's pairs are already distinct.
+some code has two representatives (documents of that code with other features), two shares may
+find one pair of codes, and the pairs are shuffled by a hash of the pair (`route_pairs`) to
+tasks that keep each once (`distinct_pairs`); otherwise each share's pairs are already
+distinct.
 
 The index holds every featured document's features on one worker (about 100 bytes per feature
 entry, index included), the limit of this join's size.
