@@ -1,12 +1,19 @@
 """What an ahead-of-time compiled core would cost and gain, on one loop: the fingerprint's.
 
-A C translation of ``_cpu._loops.accumulate_codes`` (xorshift32 sign words, int64 slot sums,
-packed LSB first) is built with the system C compiler into a shared library, loaded with
-ctypes in a fresh process (no Numba import) and checked bit for bit against the Numba loop.
-Measured: the build's seconds (what a package build would add per loop of this size), a fresh
-process's seconds to load the library and fingerprint a few documents, the same with the Numba
-loop on an empty and on a warm cache, and both loops' speed on 100,000 documents. Prints a
-table and writes bench/results/aot_prototype.json.
+The loop ``_cpu._loops.accumulate_codes`` (xorshift32 sign words, int64 slot sums, packed LSB
+first) in five forms, each checked bit for bit against Numba's serial form:
+
+- Numba, compiled on first use (today's core), on an empty and on a warm cache;
+- ``numba.pycc`` (Numba's ahead-of-time compiler, pending deprecation since Numba 0.57): the
+  same Python source compiled into an extension module, for the generic x86-64 CPU (what a
+  wheel could ship) and for this machine's CPU (``target_cpu="host"``);
+- a C translation built with the system compiler, ``-O3`` (portable) and ``-O3
+  -march=native``, loaded with ctypes (which lets go of the GIL during the call).
+
+For each: the build's seconds, a fresh process's seconds to import it and fingerprint 3
+documents (and whether Numba was imported), one call's seconds on 100,000 documents, and two
+calls in two threads against one call (1.0: the threads run at once; 2.0: one waits for the
+other, the GIL held). Prints a table and writes bench/results/aot_prototype.json.
 
     python bench/bench_aot_prototype.py [--rounds 3]
 """
@@ -14,7 +21,6 @@ table and writes bench/results/aot_prototype.json.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import statistics
@@ -59,9 +65,17 @@ void accumulate_codes(const uint32_t *hashes, const int64_t *offsets, const int6
 }
 """
 
-LOADER = r"""
-import ctypes, sys, time
-import numpy as np
+DATA = r"""
+rng = np.random.default_rng(0)
+n = int(sys.argv[2])
+sizes = rng.integers(1, 40, n)
+offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+hashes = rng.integers(0, 2**32, int(offsets[-1]), dtype=np.uint64).astype(np.uint32)
+weights = rng.integers(-1000, 1000, hashes.size, dtype=np.int64)
+"""
+
+C_LOADER = r"""
+import ctypes
 library = ctypes.CDLL(sys.argv[1])
 def accumulate(hashes, offsets, weights, bits):
     n = offsets.size - 1
@@ -73,47 +87,89 @@ def accumulate(hashes, offsets, weights, bits):
     return codes
 """
 
-DATA = r"""
-rng = np.random.default_rng(0)
-n = int(sys.argv[2])
-sizes = rng.integers(1, 40, n)
-offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-hashes = rng.integers(0, 2**32, int(offsets[-1]), dtype=np.uint64).astype(np.uint32)
-weights = rng.integers(-1000, 1000, hashes.size, dtype=np.int64)
+PYCC_LOADER = r"""
+import importlib.util
+spec = importlib.util.spec_from_file_location("aotcore", sys.argv[1])
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+accumulate = module.accumulate_codes
 """
 
-FRESH_C = LOADER + DATA + "accumulate(hashes, offsets, weights, 256)\n"
-FRESH_NUMBA = (
-    "import sys\nimport numpy as np\n"
-    + DATA
-    + "from gpusimhash._cpu._loops import accumulate_codes\n"
-    + "accumulate_codes(hashes, offsets, weights, 256)\n"
-)
-SPEED = (
-    LOADER
-    + DATA
-    + r"""
+NUMBA_LOADER = r"""
 from gpusimhash._cpu._loops import accumulate_codes
-want = accumulate_codes(hashes, offsets, weights, 256)
-got = accumulate(hashes, offsets, weights, 256)
-assert np.array_equal(want, got), "C and Numba differ"
 from gpusimhash._cpu._runtime import serial_twin
-serial = serial_twin(accumulate_codes)
-serial(hashes, offsets, weights, 256)
+accumulate = serial_twin(accumulate_codes)
+"""
+
+PYCC_BUILD = r"""
+import sys
+from numba.pycc import CC
+from gpusimhash._cpu._loops import accumulate_codes
+from gpusimhash._cpu._runtime import serial_twin
+cc = CC("aotcore")
+cc.output_dir = sys.argv[1]
+cc.target_cpu = sys.argv[2]
+cc.verbose = False
+cc.export("accumulate_codes", "u1[:,:](u4[:], i8[:], i8[:], i8)")(
+    serial_twin(accumulate_codes).py_func
+)
+cc.compile()
+"""
+
+FRESH = "accumulate(hashes, offsets, weights, 256)\nprint('numba' in sys.modules)\n"
+
+SPEED = r"""
+import threading
+from gpusimhash._cpu._loops import accumulate_codes
+from gpusimhash._cpu._runtime import serial_twin
+want = serial_twin(accumulate_codes)(hashes, offsets, weights, 256)
+assert np.array_equal(want, accumulate(hashes, offsets, weights, 256)), "bits differ"
+def call():
+    accumulate(hashes, offsets, weights, 256)
+def two_threads():
+    workers = [threading.Thread(target=call) for _ in range(2)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
 def best(f):
     times = []
     for _ in range(5):
-        t = time.perf_counter(); f(hashes, offsets, weights, 256); times.append(time.perf_counter() - t)
+        t = time.perf_counter(); f(); times.append(time.perf_counter() - t)
     return min(times)
-print(best(accumulate), best(serial), best(accumulate_codes))
+one = best(call)
+print(one, best(two_threads) / one)
 """
-)
+
+HEADER = "import sys, time\nimport numpy as np\n"
 
 
 def timed(command: list[str], env: dict[str, str]) -> tuple[float, str]:
+    """Run a command; return its wall seconds and standard output."""
     start = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, env=env, check=True)
     return time.perf_counter() - start, done.stdout
+
+
+def build_forms(
+    work: Path, compiler: str, env: dict[str, str]
+) -> dict[str, tuple[float, str, str]]:
+    """Build every ahead-of-time form; return name: (build seconds, artefact, loader)."""
+    source = work / "core.c"
+    source.write_text(C_SOURCE)
+    forms: dict[str, tuple[float, str, str]] = {}
+    for name, flags in (("C -O3", ["-O3"]), ("C -O3 -march=native", ["-O3", "-march=native"])):
+        library = work / f"core{len(forms)}.so"
+        seconds, _ = timed(
+            [compiler, *flags, "-shared", "-fPIC", str(source), "-o", str(library)], env
+        )
+        forms[name] = (seconds, str(library), C_LOADER)
+    for name, cpu in (("pycc, generic x86-64", "generic"), ("pycc, this CPU", "host")):
+        folder = work / f"pycc-{cpu}"
+        folder.mkdir()
+        seconds, _ = timed([sys.executable, "-c", PYCC_BUILD, str(folder), cpu], env)
+        forms[name] = (seconds, str(next(folder.glob("aotcore*.so"))), PYCC_LOADER)
+    return forms
 
 
 def main() -> None:
@@ -123,60 +179,58 @@ def main() -> None:
     compiler = shutil.which("cc") or shutil.which("gcc")
     if compiler is None:
         raise SystemExit("no C compiler")
-    rows: dict[str, list[float]] = {
-        "build (cc -O3 -shared)": [],
-        "fresh process, C library, 3 docs": [],
-        "fresh process, Numba, empty cache, 3 docs": [],
-        "fresh process, Numba, warm cache, 3 docs": [],
-    }
-    speed = []
+    measures: dict[str, dict[str, list[float]]] = {}
+    numba_imported: dict[str, bool] = {}
     loads = []
+
+    def record(form: str, measure: str, value: float) -> None:
+        measures.setdefault(form, {}).setdefault(measure, []).append(value)
+
     with tempfile.TemporaryDirectory() as work:
-        source = Path(work) / "core.c"
-        source.write_text(C_SOURCE)
-        library = Path(work) / "core.so"
-        for _ in range(args.rounds):
+        for round_number in range(args.rounds):
             loads.append(os.getloadavg())
-            start = time.perf_counter()
-            subprocess.run(
-                [compiler, "-O3", "-shared", "-fPIC", str(source), "-o", str(library)], check=True
-            )
-            rows["build (cc -O3 -shared)"].append(time.perf_counter() - start)
             env = dict(os.environ)
-            rows["fresh process, C library, 3 docs"].append(
-                timed([sys.executable, "-c", FRESH_C, str(library), "3"], env)[0]
-            )
-            cache = tempfile.mkdtemp(dir=work)
-            env["NUMBA_CACHE_DIR"] = cache
-            rows["fresh process, Numba, empty cache, 3 docs"].append(
-                timed([sys.executable, "-c", FRESH_NUMBA, "", "3"], env)[0]
-            )
-            rows["fresh process, Numba, warm cache, 3 docs"].append(
-                timed([sys.executable, "-c", FRESH_NUMBA, "", "3"], env)[0]
-            )
-            _, out = timed([sys.executable, "-c", SPEED, str(library), "100000"], env)
-            speed.append([float(x) for x in out.split()])
-    table = [
-        {
-            "measure": name,
-            "min": f"{min(v):.3f}",
-            "median": f"{statistics.median(v):.3f}",
-            "max": f"{max(v):.3f}",
-        }
-        for name, v in rows.items()
-    ]
-    for k, name in enumerate(["C, one thread", "Numba serial twin", "Numba parallel (2 cores)"]):
-        values = [s[k] for s in speed]
-        table.append(
-            {
-                "measure": f"100,000 docs, 256 bits: {name}",
-                "min": f"{min(values):.3f}",
-                "median": f"{statistics.median(values):.3f}",
-                "max": f"{max(values):.3f}",
+            env["NUMBA_CACHE_DIR"] = tempfile.mkdtemp(dir=work)  # empty: the first run compiles
+            folder = Path(tempfile.mkdtemp(dir=work))
+            forms = {
+                "Numba, empty cache": (0.0, "", NUMBA_LOADER),
+                "Numba, warm cache": (0.0, "", NUMBA_LOADER),
+                **build_forms(folder, compiler, env),
             }
-        )
-    print("seconds over the rounds (bits equal: checked)")
-    print_table(table, ["measure", "min", "median", "max"])
+            for form, (build_s, artefact, loader) in forms.items():
+                if build_s:
+                    record(form, "build_s", build_s)
+                seconds, out = timed(
+                    [sys.executable, "-c", HEADER + loader + DATA + FRESH, artefact, "3"], env
+                )
+                record(form, "fresh_process_3_docs_s", seconds)
+                numba_imported[form] = out.strip() == "True"
+            for form, (_, artefact, loader) in forms.items():
+                if form == "Numba, empty cache":
+                    continue
+                _, out = timed(
+                    [sys.executable, "-c", HEADER + loader + DATA + SPEED, artefact, "100000"],
+                    env,
+                )
+                one, threads = (float(x) for x in out.split())
+                record(form, "call_100000_docs_s", one)
+                record(form, "two_threads_over_one_call", threads)
+            print(f"round {round_number + 1} of {args.rounds} done")
+    columns = [
+        "build_s",
+        "fresh_process_3_docs_s",
+        "call_100000_docs_s",
+        "two_threads_over_one_call",
+    ]
+    table = []
+    for form, values in measures.items():
+        row = {"form": form, "numba_imported": numba_imported[form]}
+        for column in columns:
+            if column in values:
+                row[column] = f"{statistics.median(values[column]):.3f}"
+        table.append(row)
+    print("medians over the rounds (bits equal to Numba's: checked)")
+    print_table(table, ["form", "numba_imported", *columns])
     target = write_json(
         "aot_prototype.json",
         {
@@ -184,7 +238,9 @@ def main() -> None:
             "compiler": compiler,
             "rounds": args.rounds,
             "load_average_before_rounds": loads,
-            "seconds": {row["measure"]: json.loads(json.dumps(row)) for row in table},
+            "loop": "_cpu._loops.accumulate_codes, serial, 256 bits",
+            "medians": table,
+            "every_round": measures,
         },
     )
     print(f"wrote {target}")
