@@ -27,6 +27,7 @@ import numpy as np
 from gpusimhash.codes import hamming
 from gpusimhash.dedup.results import Clusters, Fingerprints
 from gpusimhash.dedup.row_ids import RowIds
+from gpusimhash.io.lines import LineBatch
 from gpusimhash.io.parquet_schema import take_rows
 from gpusimhash.io.readers import DocumentBatch as Batch
 from gpusimhash.io.readers import InputError
@@ -63,14 +64,25 @@ def write_kept(
     ids = RowIds()
     texts: dict[int, str] = {}
     rows_read = 0
+    lines = annotation is None and schema is None and output_format == "jsonl"
     with RecordWriter(kept_path, output_format, schema=schema) as writer:
-        for batch in source.batches(records=True):
+        for batch in source.record_batches() if lines else source.batches(records=True):
             rows = batch.rows
             rows_read += len(batch)
             if rows_read > len(kept):
                 break
             clustered = np.flatnonzero(clusters.in_cluster[rows])
-            ids.append(rows[clustered], [batch.ids[k] for k in clustered.tolist()])
+            batch_ids = batch.ids
+            ids.append(rows[clustered], [batch_ids[k] for k in clustered.tolist()])
+            if isinstance(batch, LineBatch):  # plain text: records {"id": row, "text": line}
+                strings = batch.texts.to_strings()
+                chosen = np.flatnonzero(kept[rows]).tolist()
+                writer.write_text_lines(rows[chosen].tolist(), [strings[k] for k in chosen])
+                for position, row in enumerate(rows.tolist()):
+                    if row in wanted_rows:
+                        texts[row] = strings[position]
+                bar.update(len(batch))
+                continue
             if schema is not None and annotation is None:
                 writer.write_table(take_rows(batch.table, np.flatnonzero(kept[rows])))
             elif schema is not None and annotation is not None:

@@ -90,6 +90,30 @@ class Source:
         )
         return cast(Iterator[Batch], batches)  # read_batches' batches, renumbered
 
+    def record_batches(self) -> Iterator[Batch | LineBatch]:
+        """Read the files to write their records back: plain text as UTF-8 lines, the rest whole.
+
+        A plain-text file's record is ``{"id": row, "text": line}``: its `LineBatch` stands for
+        its records (`gpusimhash.io.writers.RecordWriter.write_text_lines` writes them), with no
+        dict per line. With ``skip_invalid``, plain text is read as `batches` reads it.
+        """
+
+        def read(path: Path) -> Iterator[Batch | LineBatch]:
+            plain = (self.reading.format or detect_format(path)) == "text"
+            if plain and not self.reading.skip_invalid:
+                return document_batches(path, format="text", batch_size=self.reading.batch_size)
+            return read_batches(
+                path,
+                format=self.reading.format,
+                text_field=self.reading.text_field,
+                id_field=self.id_field,
+                batch_size=self.reading.batch_size,
+                records=True,
+                skipped=Skipped() if self.reading.skip_invalid else None,  # as in the first pass
+            )
+
+        return self._each(read)
+
     def fingerprint_batches(self, *, records: bool) -> Iterator[Batch | LineBatch]:
         """Read the files for the first pass: plain text as UTF-8 bytes, unless records are needed.
 

@@ -23,6 +23,8 @@ from gpusimhash.io.readers import detect_format, require_pyarrow
 
 # One encoder for every record: json.dumps with options would build a new one per call.
 _encode_record = json.JSONEncoder(ensure_ascii=False, default=str).encode
+# The string encoder that encoder uses for every str (without ensure_ascii)
+_encode_string = json.encoder.encode_basestring
 
 
 def write_json(path: str | Path, payload: Any) -> None:
@@ -154,6 +156,43 @@ class RecordWriter:
         else:
             self._write_parquet(records)
         self.count += len(records)
+
+    def write_text_lines(self, rows: list[int], texts: list[str]) -> None:
+        r"""Append the records ``{"id": row, "text": text}`` of plain-text lines (JSONL only).
+
+        The bytes are those `write` gives the same records, without building them.
+
+        Parameters
+        ----------
+        rows : list of int
+            Each line's row, its id.
+        texts : list of str
+            The lines, without their line endings.
+
+        Raises
+        ------
+        ValueError
+            The file is not JSONL.
+
+        Examples
+        --------
+        >>> import tempfile, os
+        >>> path = os.path.join(tempfile.mkdtemp(), "out.jsonl")
+        >>> with RecordWriter(path) as writer:
+        ...     writer.write_text_lines([3], ['a "cat"'])
+        >>> open(path).read().splitlines()
+        ['{"id": 3, "text": "a \\"cat\\""}']
+        """
+        if self.format != "jsonl":
+            raise ValueError(f"text lines are written to JSONL, not {self.format}")
+        lines = "".join(
+            [
+                f'{{"id": {row}, "text": {_encode_string(text)}}}\n'
+                for row, text in zip(rows, texts, strict=True)
+            ]
+        )
+        self._stream.write(lines.encode("utf-8"))
+        self.count += len(rows)
 
     def _write_csv(self, records: list[dict[str, Any]]) -> None:
         """Append CSV rows; the fields in first-seen order are the header, widened as they come."""

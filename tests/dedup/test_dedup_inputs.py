@@ -117,3 +117,29 @@ def test_input_files_refuses_what_it_cannot_read(tmp_path):
         tmp_path / "a.txt",
         type(tmp_path)("-"),
     ]
+
+
+def test_plain_text_kept_records_are_the_lines_themselves(tmp_path):
+    # written from the lines' bytes (no record per line), as the record path writes them:
+    # a byte-order mark and CRLF endings dropped, every character JSON escapes, rows across files
+    import gzip
+
+    lines = [
+        '\ufeffquotes " and back\\slashes and tabs\tin the river flooded the old mill',
+        'quotes " and back\\slashes and tabs\tin the river flooded the old mill',
+        "ünïcödé 😀 astral\u2028separator",
+        "bake the bread until the crust turns a deep golden brown",
+    ]
+    first = tmp_path / "a.txt"
+    first.write_bytes(("\r\n".join(lines[:2]) + "\r\n").encode())
+    second = tmp_path / "b.txt.gz"
+    second.write_bytes(gzip.compress(("\n".join(lines[2:] + lines[3:]) + "\n").encode()))
+    options = {"bits": 64, "batch_size": 2}
+    by_lines = dedup_file([first, second], tmp_path / "lines", **options)
+    by_records = dedup_file([first, second], tmp_path / "records", skip_invalid=True, **options)
+    kept = (tmp_path / "lines" / "kept.jsonl").read_bytes()
+    assert kept == (tmp_path / "records" / "kept.jsonl").read_bytes()
+    texts = [lines[0].removeprefix("\ufeff"), *lines[1:], lines[3]]
+    want = [{"id": row, "text": texts[row]} for row in range(5) if by_lines.kept[row]]
+    assert [json.loads(line) for line in kept.decode().split("\n")[:-1]] == want
+    assert by_lines.kept.tolist() == by_records.kept.tolist() == [True, False, True, True, False]
