@@ -74,16 +74,11 @@ def write_kept(
             clustered = np.flatnonzero(clusters.in_cluster[rows])
             batch_ids = batch.ids
             ids.append(rows[clustered], [batch_ids[k] for k in clustered.tolist()])
+            strings = batch.texts.to_strings() if isinstance(batch, LineBatch) else batch.texts
             if isinstance(batch, LineBatch):  # plain text: records {"id": row, "text": line}
-                strings = batch.texts.to_strings()
                 chosen = np.flatnonzero(kept[rows]).tolist()
                 writer.write_text_lines(rows[chosen].tolist(), [strings[k] for k in chosen])
-                for position, row in enumerate(rows.tolist()):
-                    if row in wanted_rows:
-                        texts[row] = strings[position]
-                bar.update(len(batch))
-                continue
-            if schema is not None and annotation is None:
+            elif schema is not None and annotation is None:
                 writer.write_table(take_rows(batch.table, np.flatnonzero(kept[rows])))
             elif schema is not None and annotation is not None:
                 id_type = schema.field("duplicate_of").type
@@ -94,7 +89,7 @@ def write_kept(
                 writer.write(annotation.records(batch, ids))
             for position, row in enumerate(rows.tolist()):
                 if row in wanted_rows:
-                    texts[row] = batch.texts[position]
+                    texts[row] = strings[position]
             bar.update(len(batch))
     if rows_read != len(kept):
         raise InputError(

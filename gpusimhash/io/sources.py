@@ -77,17 +77,7 @@ class Source:
 
     def batches(self, *, records: bool) -> Iterator[Batch]:
         """Read the files in batches (with whole records when asked)."""
-        batches = self._each(
-            lambda path: read_batches(
-                path,
-                format=self.reading.format,
-                text_field=self.reading.text_field,
-                id_field=self.id_field,
-                batch_size=self.reading.batch_size,
-                records=records,
-                skipped=Skipped() if self.reading.skip_invalid else None,  # as in the first pass
-            )
-        )
+        batches = self._each(lambda path: self._read(path, records))
         return cast(Iterator[Batch], batches)  # read_batches' batches, renumbered
 
     def record_batches(self) -> Iterator[Batch | LineBatch]:
@@ -102,17 +92,21 @@ class Source:
             plain = (self.reading.format or detect_format(path)) == "text"
             if plain and not self.reading.skip_invalid:
                 return document_batches(path, format="text", batch_size=self.reading.batch_size)
-            return read_batches(
-                path,
-                format=self.reading.format,
-                text_field=self.reading.text_field,
-                id_field=self.id_field,
-                batch_size=self.reading.batch_size,
-                records=True,
-                skipped=Skipped() if self.reading.skip_invalid else None,  # as in the first pass
-            )
+            return self._read(path, True)
 
         return self._each(read)
+
+    def _read(self, path: Path, records: bool) -> Iterator[Batch]:
+        """Read one file in batches, as `read_batches` does (with whole records when asked)."""
+        return read_batches(
+            path,
+            format=self.reading.format,
+            text_field=self.reading.text_field,
+            id_field=self.id_field,
+            batch_size=self.reading.batch_size,
+            records=records,
+            skipped=Skipped() if self.reading.skip_invalid else None,  # as in the first pass
+        )
 
     def fingerprint_batches(self, *, records: bool) -> Iterator[Batch | LineBatch]:
         """Read the files for the first pass: plain text as UTF-8 bytes, unless records are needed.
