@@ -44,6 +44,7 @@ from numba import njit, prange
 
 from gpusimhash._cpu._cluster_loops import COSINE, _passes, _prefetch_document
 from gpusimhash._cpu._prefetch import prefetch
+from gpusimhash._cpu._sorting import stable_argsort
 
 # relative margin of the head bounds: heads stay this much below the threshold
 _MARGIN = 1e-9
@@ -58,7 +59,7 @@ def rank_entries(offsets: np.ndarray, entry_rank: np.ndarray) -> np.ndarray:  # 
     ordered = np.empty(entry_rank.size, dtype=np.int64)
     for doc in prange(n_docs):
         lo, hi = offsets[doc], offsets[doc + 1]
-        order = np.argsort(entry_rank[lo:hi])
+        order = stable_argsort(entry_rank[lo:hi])
         for k in range(hi - lo):
             ordered[lo + k] = lo + order[k]
     return ordered
@@ -206,7 +207,8 @@ def fill_postings(
             c = cursor[r]
             posting_docs[c] = doc
             posting_share[c] = share[k]
-            posting_before[c, :] = before[k]
+            for part in range(3):  # element by element: no broadcast, no error path to compile
+                posting_before[c, part] = before[k, part]
             cursor[r] = c + 1
     return posting_offsets, posting_docs, posting_share, posting_before
 
@@ -495,7 +497,8 @@ def passing_pairs(
                 x += n_blocks
                 continue
             tail = offsets[x + 1] - starts[x]
-            saved[:tail] = cursor[starts[x] : offsets[x + 1]]
+            for copied in range(tail):  # element by element: no error path to compile
+                saved[copied] = cursor[starts[x] + copied]
             left = _probe(
                 x,
                 stop,
@@ -517,7 +520,8 @@ def passing_pairs(
                 touched,
             )
             if write + left > base + room:
-                cursor[starts[x] : offsets[x + 1]] = saved[:tail]  # probed again next call
+                for copied in range(tail):  # probed again next call
+                    cursor[starts[x] + copied] = saved[copied]
                 break
             verified += left
             for t in range(left):

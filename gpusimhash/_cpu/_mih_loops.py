@@ -194,7 +194,8 @@ def gather_probes(
             first, last = starts[other], starts[other + 1]
             if count + last - first > positions.size:
                 grown = np.empty(2 * (count + last - first), dtype=np.int64)
-                grown[:count] = positions[:count]
+                for copied in range(count):  # element by element: no error path to compile
+                    grown[copied] = positions[copied]
                 positions = grown
             for q in range(first, last):
                 positions[count] = q
@@ -309,7 +310,9 @@ def join_block(
                         continue
                     if count == out.shape[0]:
                         grown = np.empty((2 * count, 2), dtype=np.int64)
-                        grown[:count] = out
+                        for copied in range(count):  # no broadcast: no error path to compile
+                            grown[copied, 0] = out[copied, 0]
+                            grown[copied, 1] = out[copied, 1]
                         out = grown
                     a, b = ids[p], ids[q]
                     out[count, 0] = min(a, b)

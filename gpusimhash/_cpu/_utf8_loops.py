@@ -33,7 +33,8 @@ def _fnv(state: np.uint32, code_point: np.uint32) -> np.uint32:  # pragma: no co
 @njit(cache=True, nogil=True)
 def _grow(array: np.ndarray, size: int) -> np.ndarray:  # pragma: no cover - compiled
     bigger = np.empty(size, dtype=array.dtype)
-    bigger[: array.size] = array
+    for k in range(array.size):  # element by element: no broadcast, no error path to compile
+        bigger[k] = array[k]
     return bigger
 
 

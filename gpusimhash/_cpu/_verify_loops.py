@@ -26,6 +26,8 @@ import math
 import numpy as np
 from numba import njit, prange
 
+from gpusimhash._cpu._sorting import stable_argsort
+
 
 @njit(cache=True, nogil=True, parallel=True)
 def merge_documents(
@@ -44,7 +46,7 @@ def merge_documents(
     for doc in prange(n_docs):
         lo = offsets[doc]
         size = offsets[doc + 1] - lo
-        order = np.argsort(states[lo : lo + size], kind="mergesort")
+        order = stable_argsort(states[lo : lo + size])
         out = lo
         i = 0
         largest = 0.0
