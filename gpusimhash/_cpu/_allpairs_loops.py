@@ -54,7 +54,7 @@ _AHEAD = 8
 
 @njit(cache=True, nogil=True, parallel=True)
 def rank_entries(offsets: np.ndarray, entry_rank: np.ndarray) -> np.ndarray:  # pragma: no cover
-    """Return the entries of every document ordered by ``entry_rank`` (a permutation, int64)."""
+    """Return the entries of every document ordered by ``entry_rank`` (unique keys), as int64."""
     n_docs = offsets.size - 1
     ordered = np.empty(entry_rank.size, dtype=np.int64)
     for doc in prange(n_docs):

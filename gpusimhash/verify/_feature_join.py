@@ -221,7 +221,9 @@ def _index_by_size(
     offsets = features.offsets
     entries = int(offsets[-1])
     entry_rank, n_ranks = _frequency_ranks(features.states)
-    ordered = parallel_call(rank_entries, offsets, entry_rank, items=entries)
+    # ranks are non-negative: their uint32 view sorts alike, and the sort compiles for one key
+    # type, the states' (`gpusimhash._cpu._sorting`)
+    ordered = parallel_call(rank_entries, offsets, entry_rank.view(np.uint32), items=entries)
     share, before = parallel_call(
         entry_shares,
         offsets,
