@@ -242,6 +242,14 @@ def totals(rounds: list[dict[str, Any]], scenario: str) -> dict[str, Any]:
     return result
 
 
+def revision(tree: Path) -> str | None:
+    """Return the commit a checkout is at, or None where it is no git checkout."""
+    done = subprocess.run(
+        ["git", "-C", str(tree), "rev-parse", "HEAD"], check=False, capture_output=True, text=True
+    )
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
@@ -265,6 +273,7 @@ def main() -> None:
     if baseline_rounds:
         baseline = {
             "tree": str(args.baseline),
+            "revision": revision(args.baseline),
             "summary": {name: totals(baseline_rounds, name) for name in scenarios},
             "functions": {
                 name: per_function(baseline_rounds, name)
