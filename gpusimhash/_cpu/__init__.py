@@ -7,6 +7,9 @@ it is defined. It imports nothing else of gpusimhash, so any module may use a lo
 - `_loops`, `_utf8_loops`: feature hashing, sign accumulation, tokenization;
 - `_verify_loops`: exact pair similarities and feature merging;
 - `_mih_loops`, `_cluster_loops`: the multi-index hashing join and the clusterings;
+- `_allpairs_loops`: the exact feature join;
+- `_sorting`, `_copy`: a stable argsort and run copies that compile in a fraction of what
+  ``np.argsort`` and slice assignment cost;
 - `_runtime`, `_prefetch`: the cache location, thread-safe calls, a prefetch intrinsic.
 """
 

@@ -43,6 +43,7 @@ import numpy as np
 from numba import njit, prange
 
 from gpusimhash._cpu._cluster_loops import COSINE, _passes, _prefetch_document
+from gpusimhash._cpu._copy import copy_run
 from gpusimhash._cpu._prefetch import prefetch
 from gpusimhash._cpu._sorting import stable_argsort
 
@@ -214,6 +215,20 @@ def fill_postings(
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _first_at_least(
+    values: np.ndarray, lo: int, hi: int, value: int
+) -> int:  # pragma: no cover - compiled
+    """Return the first position in ``[lo, hi)`` of ascending ``values`` at ``value`` or more."""
+    while lo < hi:
+        middle = (lo + hi) // 2
+        if values[middle] < value:
+            lo = middle + 1
+        else:
+            hi = middle
+    return lo
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _below(
     doc: int,
     rank: int,
@@ -228,12 +243,7 @@ def _below(
         w = abs(share[hi - 1])
         last = before[hi - 1]
         return last[0] + w * w, last[1] + w, max(last[2], w)
-    while lo < hi:
-        middle = (lo + hi) // 2
-        if ranked[middle] < rank:
-            lo = middle + 1
-        else:
-            hi = middle
+    lo = _first_at_least(ranked, lo, hi, rank)
     return before[lo, 0], before[lo, 1], before[lo, 2]
 
 
@@ -283,20 +293,6 @@ def _prefetch_entries(
     prefetch(before, 3 * lo)  # ``before`` has three columns: element ``3 k`` starts row ``k``
     prefetch(before, 3 * hi)
     prefetch(share, hi)
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _first_at_least(
-    docs: np.ndarray, lo: int, hi: int, value: int
-) -> int:  # pragma: no cover - compiled
-    """Return the first position in ``[lo, hi)`` of ascending ``docs`` holding ``value`` or more."""
-    while lo < hi:
-        middle = (lo + hi) // 2
-        if docs[middle] < value:
-            lo = middle + 1
-        else:
-            hi = middle
-    return lo
 
 
 @njit(cache=True, nogil=True, parallel=True)
@@ -497,8 +493,7 @@ def passing_pairs(
                 x += n_blocks
                 continue
             tail = offsets[x + 1] - starts[x]
-            for copied in range(tail):  # element by element: no error path to compile
-                saved[copied] = cursor[starts[x] + copied]
+            copy_run(saved, 0, cursor, starts[x], tail)
             left = _probe(
                 x,
                 stop,
@@ -520,8 +515,7 @@ def passing_pairs(
                 touched,
             )
             if write + left > base + room:
-                for copied in range(tail):  # probed again next call
-                    cursor[starts[x] + copied] = saved[copied]
+                copy_run(cursor, starts[x], saved, 0, tail)  # probed again next call
                 break
             verified += left
             for t in range(left):

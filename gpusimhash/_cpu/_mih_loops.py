@@ -30,6 +30,8 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
+from gpusimhash._cpu._copy import copy_run
+
 _ONE = np.uint64(1)
 _SHORT = 8  # candidates below which a scalar loop beats the vectorized one
 
@@ -194,8 +196,7 @@ def gather_probes(
             first, last = starts[other], starts[other + 1]
             if count + last - first > positions.size:
                 grown = np.empty(2 * (count + last - first), dtype=np.int64)
-                for copied in range(count):  # element by element: no error path to compile
-                    grown[copied] = positions[copied]
+                copy_run(grown, 0, positions, 0, count)
                 positions = grown
             for q in range(first, last):
                 positions[count] = q

@@ -16,6 +16,8 @@ import numba
 import numpy as np
 from numba import njit
 
+from gpusimhash._cpu._copy import copy_run
+
 _FNV_OFFSET_BASIS = np.uint32(0x811C9DC5)
 _FNV_PRIME = np.uint32(0x01000193)
 
@@ -33,8 +35,7 @@ def _fnv(state: np.uint32, code_point: np.uint32) -> np.uint32:  # pragma: no co
 @njit(cache=True, nogil=True)
 def _grow(array: np.ndarray, size: int) -> np.ndarray:  # pragma: no cover - compiled
     bigger = np.empty(size, dtype=array.dtype)
-    for k in range(array.size):  # element by element: no broadcast, no error path to compile
-        bigger[k] = array[k]
+    copy_run(bigger, 0, array, 0, array.size)
     return bigger
 
 

@@ -77,7 +77,7 @@ class Source:
 
     def batches(self, *, records: bool) -> Iterator[Batch]:
         """Read the files in batches (with whole records when asked)."""
-        batches = self._each(lambda path: self._read(path, records))
+        batches = self._each(lambda path: self._read(path, records, self._later_skipped()))
         return cast(Iterator[Batch], batches)  # read_batches' batches, renumbered
 
     def record_batches(self) -> Iterator[Batch | LineBatch]:
@@ -92,11 +92,11 @@ class Source:
             plain = (self.reading.format or detect_format(path)) == "text"
             if plain and not self.reading.skip_invalid:
                 return document_batches(path, format="text", batch_size=self.reading.batch_size)
-            return self._read(path, True)
+            return self._read(path, True, self._later_skipped())
 
         return self._each(read)
 
-    def _read(self, path: Path, records: bool) -> Iterator[Batch]:
+    def _read(self, path: Path, records: bool, skipped: Skipped | None) -> Iterator[Batch]:
         """Read one file in batches, as `read_batches` does (with whole records when asked)."""
         return read_batches(
             path,
@@ -105,8 +105,12 @@ class Source:
             id_field=self.id_field,
             batch_size=self.reading.batch_size,
             records=records,
-            skipped=Skipped() if self.reading.skip_invalid else None,  # as in the first pass
+            skipped=skipped,
         )
+
+    def _later_skipped(self) -> Skipped | None:
+        """Where a later pass counts what it skips: apart, as in the first pass (`skipped`)."""
+        return Skipped() if self.reading.skip_invalid else None
 
     def fingerprint_batches(self, *, records: bool) -> Iterator[Batch | LineBatch]:
         """Read the files for the first pass: plain text as UTF-8 bytes, unless records are needed.
@@ -116,22 +120,14 @@ class Source:
         self.skipped = Skipped() if self.reading.skip_invalid else None
         return self._each(
             lambda path: (
-                document_batches(
+                self._read(path, True, self.skipped)
+                if records
+                else document_batches(
                     path,
                     format=self.reading.format,
                     text_field=self.reading.text_field,
                     id_field=self.id_field,
                     batch_size=self.reading.batch_size,
-                    skipped=self.skipped,
-                )
-                if not records
-                else read_batches(
-                    path,
-                    format=self.reading.format,
-                    text_field=self.reading.text_field,
-                    id_field=self.id_field,
-                    batch_size=self.reading.batch_size,
-                    records=True,
                     skipped=self.skipped,
                 )
             )
