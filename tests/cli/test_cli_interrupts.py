@@ -214,3 +214,36 @@ def test_an_import_error_after_a_ctrl_c_is_reported_as_the_interrupt(monkeypatch
     monkeypatch.setattr(_interrupts, "_seen", True)
     assert main(["dedup", "x.jsonl"]) == 130
     assert capsys.readouterr().err.splitlines()[-1] == "gpusimhash: interrupted"
+
+
+def test_a_ctrl_c_while_numba_compiles_is_raised_once_the_compilation_is_over(monkeypatch):
+    # a KeyboardInterrupt between two of llvmlite's calls leaves an LLVM module that is later
+    # freed twice: the process dies of a segmentation fault instead of exiting 130
+    from numba import njit
+    from numba.core import event
+
+    @njit(cache=False)
+    def never_compiled(x):
+        return x + 1
+
+    class CtrlCAtTheStart(event.Listener):
+        def on_start(self, event):
+            signal.raise_signal(signal.SIGINT)  # delivered inside the compilation
+
+        def on_end(self, event):
+            pass
+
+    monkeypatch.setattr(_interrupts, "_seen", False)  # restored after the test
+    previous = signal.getsignal(signal.SIGINT)
+    _interrupts.install()
+    try:
+        with (
+            event.install_listener("numba:compile", CtrlCAtTheStart()),
+            pytest.raises(KeyboardInterrupt),
+        ):
+            never_compiled(1)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert _interrupts.seen()
+    assert len(never_compiled.signatures) == 1  # the compilation ran to its end first
+    assert never_compiled(1) == 2
