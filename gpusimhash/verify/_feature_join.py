@@ -36,6 +36,7 @@ from gpusimhash._cpu._cluster_loops import COSINE, JACCARD
 from gpusimhash._cpu._runtime import parallel_call, threads
 from gpusimhash._memory import check_memory
 from gpusimhash.verify._features import DocumentFeatures
+from gpusimhash.verify._product_join import PRODUCT_MAX_WORK, Tails, product_candidates, tails
 
 # room for passing pairs per block and call, at least (16 bytes each)
 PAIRS_PER_BLOCK = 1 << 18
@@ -47,6 +48,7 @@ READS_PER_PAIR = 100
 # interleaved blocks of documents per thread (each block holds 28 bytes per document)
 _BLOCKS_PER_THREAD = 2
 _MEASURES = {"cosine": COSINE, "jaccard": JACCARD}
+PLANS = ("auto", "index", "product")
 _NAMES = {code: name for name, code in _MEASURES.items()}
 
 
@@ -74,9 +76,20 @@ class FeatureJoin:
 
 
 def feature_join(
-    features: DocumentFeatures, measure: str, value: float, *, max_pairs: int | None = None
+    features: DocumentFeatures,
+    measure: str,
+    value: float,
+    *,
+    max_pairs: int | None = None,
+    plan: str = "auto",
 ) -> FeatureJoin:
     """Find every pair of documents whose exact similarity reaches the threshold.
+
+    Two plans find the same pairs with the same similarities: the compiled index (`feature_index`,
+    `probe_blocks`), which prunes candidates as it probes, and one sparse product of the
+    documents' tails (`gpusimhash.verify._product_join`), which compiles nothing. ``"auto"``
+    takes the product where its work is at most ``PRODUCT_MAX_WORK`` multiply-adds (small
+    corpora, where the index's first compilation would cost more than the whole join).
 
     Parameters
     ----------
@@ -91,6 +104,8 @@ def feature_join(
         Refuse, as soon as they are found, more passing pairs than this; and, before any
         probe, an index whose probes would read more than ``READS_PER_PAIR`` times this many
         postings (`check_reads`).
+    plan : {"auto", "index", "product"}
+        How candidates are found (above).
 
     Returns
     -------
@@ -99,8 +114,8 @@ def feature_join(
     Raises
     ------
     ValueError
-        An unknown measure, a threshold outside ``(0, 1]``, ``2**31`` documents or more,
-        more than ``max_pairs`` pairs, or more postings to read than their budget.
+        An unknown measure or plan, a threshold outside ``(0, 1]``, ``2**31`` documents or
+        more, more than ``max_pairs`` pairs, or more postings to read than their budget.
     MemoryError
         Pairs found that the memory available cannot hold.
 
@@ -112,10 +127,32 @@ def feature_join(
     >>> sorted(zip(map(tuple, found.pairs.tolist()), found.similarity.round(3).tolist()))
     [((0, 1), 0.866), ((0, 3), 1.0), ((1, 3), 0.866)]
     """
+    if plan not in PLANS:
+        raise ValueError(f"plan must be one of {', '.join(PLANS)}, got {plan!r}")
+    _check_threshold(features, measure, value)
+    if plan != "index":
+        found = tails(features, measure, value)
+        if plan == "product" or found.work() <= PRODUCT_MAX_WORK:
+            return _product_join(features, found, measure, value, max_pairs)
     index = feature_index(features, measure, value)
     check_reads(index, max_pairs)
     n_blocks = _BLOCKS_PER_THREAD * threads()
     return probe_blocks(index, np.arange(n_blocks), n_blocks, max_pairs=max_pairs)
+
+
+def _product_join(
+    features: DocumentFeatures, found: Tails, measure: str, value: float, max_pairs: int | None
+) -> FeatureJoin:
+    """`feature_join` by the product of the tails: every pair sharing a tail feature, verified."""
+    candidates = product_candidates(found)
+    compare = features.widened().comparer("cpu")
+    cosine, jaccard, _ = compare(candidates[:, 0].copy(), candidates[:, 1].copy())
+    similarity = cosine if measure == "cosine" else jaccard
+    passing = similarity >= value  # as the index join's verification decides
+    check_pairs(int(np.count_nonzero(passing)), max_pairs, measure, value)
+    return FeatureJoin(
+        candidates[passing], similarity[passing], candidates.shape[0], found.documents.size
+    )
 
 
 @dataclass(frozen=True)
@@ -185,15 +222,7 @@ def feature_index(features: DocumentFeatures, measure: str, value: float) -> Fea
     ValueError
         An unknown measure, a threshold outside ``(0, 1]`` or ``2**31`` documents or more.
     """
-    if measure not in _MEASURES:
-        raise ValueError(f"measure must be cosine or jaccard, got {measure!r}")
-    if not 0.0 < value <= 1.0:
-        raise ValueError(
-            f"the feature join needs a threshold in (0, 1], got {value}: "
-            "use the codes' join (candidates='codes') for lower ones"
-        )
-    if features.n_docs >= 2**31:
-        raise ValueError(f"at most {2**31 - 1:,} documents, got {features.n_docs:,}")
+    _check_threshold(features, measure, value)
     code = _MEASURES[measure]
     key, least = parallel_call(
         size_keys,
@@ -417,6 +446,19 @@ def check_reads(index: FeatureIndex, max_pairs: int | None) -> None:
         "the pair budget): raise the threshold, take candidates from the codes "
         "(--candidates codes), or pass --force (force=True)"
     )
+
+
+def _check_threshold(features: DocumentFeatures, measure: str, value: float) -> None:
+    """Refuse an unknown measure, a threshold outside ``(0, 1]`` or ``2**31`` documents."""
+    if measure not in _MEASURES:
+        raise ValueError(f"measure must be cosine or jaccard, got {measure!r}")
+    if not 0.0 < value <= 1.0:
+        raise ValueError(
+            f"the feature join needs a threshold in (0, 1], got {value}: "
+            "use the codes' join (candidates='codes') for lower ones"
+        )
+    if features.n_docs >= 2**31:
+        raise ValueError(f"at most {2**31 - 1:,} documents, got {features.n_docs:,}")
 
 
 def _frequency_ranks(states: np.ndarray) -> tuple[np.ndarray, int]:

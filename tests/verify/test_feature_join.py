@@ -11,7 +11,7 @@ from gpusimhash import verified_near_duplicates, verify_pairs
 from gpusimhash._cpu import _runtime
 from gpusimhash.features import FeatureBatch
 from gpusimhash.fingerprinting import featurize
-from gpusimhash.verify import _feature_join
+from gpusimhash.verify import _feature_join, _product_join
 from gpusimhash.verify._feature_join import feature_join
 from gpusimhash.verify._features import DocumentFeatures
 
@@ -25,9 +25,12 @@ def brute_force(features, measure, value):
     return pairs[keep], similarity[keep]
 
 
-def assert_exact(features, measure, value):
+PLANS = st.sampled_from(["index", "product"])
+
+
+def assert_exact(features, measure, value, plan="index"):
     """The join's pairs and similarities equal brute force's, bit for bit."""
-    found = feature_join(features, measure, value)
+    found = feature_join(features, measure, value, plan=plan)
     expected_pairs, expected_similarity = brute_force(features, measure, value)
     order = np.lexsort((found.pairs[:, 1], found.pairs[:, 0]))
     np.testing.assert_array_equal(found.pairs[order], expected_pairs)
@@ -69,15 +72,15 @@ THRESHOLDS = st.sampled_from([1e-6, 0.1, 0.3, 0.5, 2 / 3, 0.7, 0.75, 0.8, 0.9, 0
 
 
 @settings(max_examples=150, deadline=None)
-@given(features=corpora(), value=THRESHOLDS)
-def test_cosine_is_exact_for_any_weights(features, value):
-    assert_exact(features, "cosine", value)
+@given(features=corpora(), value=THRESHOLDS, plan=PLANS)
+def test_cosine_is_exact_for_any_weights(features, value, plan):
+    assert_exact(features, "cosine", value, plan)
 
 
 @settings(max_examples=150, deadline=None)
-@given(features=corpora(), value=THRESHOLDS)
-def test_jaccard_is_exact(features, value):
-    assert_exact(features, "jaccard", value)
+@given(features=corpora(), value=THRESHOLDS, plan=PLANS)
+def test_jaccard_is_exact(features, value, plan):
+    assert_exact(features, "jaccard", value, plan)
 
 
 @settings(max_examples=100, deadline=None)
@@ -111,7 +114,7 @@ def test_blocks_probed_apart_find_the_joins_pairs_once(
     # index is left as it was (the next part reads it unchanged)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(_feature_join, "WINDOW_DOCS", window)
-        whole = feature_join(features, measure, value)
+        whole = feature_join(features, measure, value, plan="index")
         index = _feature_join.feature_index(features, measure, value)
         cursor = index.index[-1].copy()
         dealt = np.random.default_rng(n_blocks * parts).integers(0, parts, n_blocks)
@@ -141,13 +144,16 @@ def test_blocks_outside_the_range_are_refused():
     features=corpora(kinds=st.just("counts")),
     value=THRESHOLDS,
     dtype=st.sampled_from([np.float32, np.int16, np.int8]),
+    plan=PLANS,
 )
-def test_exactly_narrowed_weights_give_the_same_pairs(features, value, dtype):
+def test_exactly_narrowed_weights_give_the_same_pairs(features, value, dtype, plan):
     # integer weights narrowed exactly, as the spill stores them, change nothing
     narrow = dataclasses.replace(features, weights=features.weights.astype(dtype))
-    wide, thin = feature_join(features, "cosine", value), feature_join(narrow, "cosine", value)
-    np.testing.assert_array_equal(thin.pairs, wide.pairs)
-    np.testing.assert_array_equal(thin.similarity, wide.similarity)
+    wide = feature_join(features, "cosine", value, plan="index")
+    thin = feature_join(narrow, "cosine", value, plan=plan)
+    mine, theirs = np.lexsort(thin.pairs.T[::-1]), np.lexsort(wide.pairs.T[::-1])
+    np.testing.assert_array_equal(thin.pairs[mine], wide.pairs[theirs])
+    np.testing.assert_array_equal(thin.similarity[mine], wide.similarity[theirs])
 
 
 @pytest.mark.parametrize(
@@ -160,25 +166,28 @@ def test_exactly_narrowed_weights_give_the_same_pairs(features, value, dtype):
         ("jaccard", 0.5, ["p q r", "p q", "q r s t"]),
     ],
 )
-def test_ties_at_the_threshold_are_found(measure, value, texts):
+@pytest.mark.parametrize("plan", ["index", "product"])
+def test_ties_at_the_threshold_are_found(measure, value, texts, plan):
     features = DocumentFeatures.from_batch(featurize(texts))
-    found = feature_join(features, measure, value)
+    found = feature_join(features, measure, value, plan=plan)
     assert found.pairs.tolist()[:1] == [[0, 1]]
-    assert_exact(features, measure, value)
+    assert_exact(features, measure, value, plan)
 
 
-def test_the_pairs_of_real_text_match_brute_force():
+@pytest.mark.parametrize("plan", ["index", "product"])
+def test_the_pairs_of_real_text_match_brute_force(plan):
     features = real_text_features()
     for measure, value in (("cosine", 0.8), ("cosine", 0.9), ("jaccard", 0.8)):
-        assert_exact(features, measure, value)
+        assert_exact(features, measure, value, plan)
 
 
-def test_the_parallel_loops_give_the_serial_twins_pairs(monkeypatch):
+@pytest.mark.parametrize("plan", ["index", "product"])
+def test_the_parallel_loops_give_the_serial_twins_pairs(monkeypatch, plan):
     features = real_text_features()
-    serial = feature_join(features, "cosine", 0.8)
+    serial = feature_join(features, "cosine", 0.8, plan=plan)
     monkeypatch.setattr(_runtime, "PARALLEL_MIN_ITEMS", 0)  # every call on the parallel form
     monkeypatch.setattr(_runtime, "threads", lambda: 2)
-    parallel = feature_join(features, "cosine", 0.8)
+    parallel = feature_join(features, "cosine", 0.8, plan=plan)
     np.testing.assert_array_equal(parallel.pairs, serial.pairs)
     np.testing.assert_array_equal(parallel.similarity, serial.similarity)
     assert parallel.candidates == serial.candidates
@@ -209,9 +218,10 @@ def test_verified_near_duplicates_finds_every_pair_by_default(measure, value):
     assert set(map(tuple, from_codes.tolist())) <= set(map(tuple, pairs.tolist()))
 
 
-def test_featureless_documents_pair_with_no_one():
+@pytest.mark.parametrize("plan", ["index", "product"])
+def test_featureless_documents_pair_with_no_one(plan):
     features = DocumentFeatures.from_batch(featurize(["", "a b", "", "a b"]))
-    assert feature_join(features, "cosine", 0.5).pairs.tolist() == [[1, 3]]
+    assert feature_join(features, "cosine", 0.5, plan=plan).pairs.tolist() == [[1, 3]]
 
 
 @pytest.mark.parametrize("value", [0.0, -0.5, 1.5])
@@ -221,20 +231,56 @@ def test_thresholds_outside_zero_one_are_refused(value):
         feature_join(features, "cosine", value)
 
 
+def test_an_unknown_plan_is_refused():
+    features = DocumentFeatures.from_batch(featurize(["a"]))
+    with pytest.raises(ValueError, match="plan must be one of auto, index, product, got 'dense'"):
+        feature_join(features, "cosine", 0.5, plan="dense")
+
+
+def test_auto_takes_the_product_while_its_work_is_small(monkeypatch):
+    features = real_text_features()
+    indexed = []
+    feature_index = _feature_join.feature_index
+    monkeypatch.setattr(
+        _feature_join, "feature_index", lambda *a: indexed.append(a) or feature_index(*a)
+    )
+    work = _product_join.tails(features, "cosine", 0.8).work()
+    product = feature_join(features, "cosine", 0.8)
+    assert indexed == []
+    assert product.candidates > 0
+    monkeypatch.setattr(_feature_join, "PRODUCT_MAX_WORK", work - 1)  # one multiply-add short
+    index = feature_join(features, "cosine", 0.8)
+    assert len(indexed) == 1
+    order = np.lexsort((index.pairs[:, 1], index.pairs[:, 0]))
+    np.testing.assert_array_equal(index.pairs[order], product.pairs)
+    np.testing.assert_array_equal(index.similarity[order], product.similarity)
+
+
+@settings(max_examples=60, deadline=None)
+@given(features=corpora(), value=THRESHOLDS, measure=st.sampled_from(["cosine", "jaccard"]))
+def test_the_products_work_bounds_its_candidates(features, value, measure):
+    # work counts ordered pairs of tail entries sharing a feature, each entry with itself too
+    tails = _product_join.tails(features, measure, value)
+    found = feature_join(features, measure, value, plan="product")
+    assert found.indexed == tails.documents.size
+    assert 2 * found.candidates + found.indexed <= tails.work()
+
+
 def test_an_unknown_measure_is_refused():
     features = DocumentFeatures.from_batch(featurize(["a"]))
     with pytest.raises(ValueError, match="measure must be cosine or jaccard"):
         feature_join(features, "weighted_jaccard", 0.5)
 
 
-def test_more_pairs_than_the_budget_are_refused(monkeypatch):
+@pytest.mark.parametrize("plan", ["index", "product"])
+def test_more_pairs_than_the_budget_are_refused(monkeypatch, plan):
     monkeypatch.setattr(_feature_join, "READS_PER_PAIR", 10**9)  # the reads' check passes
     features = real_text_features()
-    found = feature_join(features, "cosine", 0.8)
+    found = feature_join(features, "cosine", 0.8, plan=plan)
     assert len(found.pairs) > 10
     with pytest.raises(ValueError, match="document pairs .* over the budget of 10: raise"):
-        feature_join(features, "cosine", 0.8, max_pairs=10)
-    at_budget = feature_join(features, "cosine", 0.8, max_pairs=len(found.pairs))
+        feature_join(features, "cosine", 0.8, max_pairs=10, plan=plan)
+    at_budget = feature_join(features, "cosine", 0.8, max_pairs=len(found.pairs), plan=plan)
     np.testing.assert_array_equal(at_budget.pairs, found.pairs)
 
 
@@ -268,7 +314,7 @@ def test_an_index_that_would_read_too_much_is_refused_before_probing(monkeypatch
     monkeypatch.setattr(_feature_join, "probe_blocks", lambda *a, **k: probed.append(a))
     budget = -(-index.reads // _feature_join.READS_PER_PAIR) - 1  # one pair short
     with pytest.raises(ValueError, match=rf"would read {index.reads:,} postings .* raise the"):
-        feature_join(features, "cosine", 0.5, max_pairs=budget)
+        feature_join(features, "cosine", 0.5, max_pairs=budget, plan="index")
     assert probed == []
-    feature_join(features, "cosine", 0.5, max_pairs=budget + 1)
+    feature_join(features, "cosine", 0.5, max_pairs=budget + 1, plan="index")
     assert len(probed) == 1

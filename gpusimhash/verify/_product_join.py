@@ -1,0 +1,129 @@
+"""The exact feature join as one sparse matrix product: the plan for small corpora.
+
+The prefix filter of the index join (`gpusimhash._cpu._allpairs_loops` states it), in NumPy and
+SciPy: features are ranked once, the most frequent first, and each document's *head*, its
+longest run of most frequent features whose share stays below the threshold (of the squared
+norm for the cosine, of the feature count for Jaccard, with the same relative margin of
+``1e-9``), cannot reach the threshold alone. A pair at or above the threshold therefore shares
+a feature in both *tails*: the rarest feature it shares. The candidates are the pairs of
+documents whose tails share a feature, the nonzeros above the diagonal of ``T @ T.T`` (``T``
+the documents-by-features incidence of the tails), and each is verified with the same exact
+similarity as every other verification (`DocumentFeatures.comparer`).
+
+Why a second plan: the index join's compiled loops prune candidates as they probe, but Numba
+compiles them on their first use, seconds once per installation; this plan compiles nothing
+(the verification loop is the one the rest of a run uses) and compares more candidates. Where
+the product is small (`product_work` at most `PRODUCT_MAX_WORK`) that costs milliseconds, and
+`gpusimhash.verify._feature_join.feature_join` takes it; both plans find the same pairs with
+the same similarities.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse
+
+from gpusimhash._memory import check_memory
+from gpusimhash.verify._features import DocumentFeatures
+
+# multiply-adds of the tails' product (`product_work`) up to which `feature_join` takes this
+# plan: at most about 2**20 candidate pairs to verify, a few tenths of a second at worst
+PRODUCT_MAX_WORK = 1 << 21
+_MARGIN = 1e-9  # as the index join's: heads a little shorter, so rounding never hides a pair
+_SHARE_BITS = 40
+
+
+@dataclass(frozen=True)
+class Tails:
+    """Each document's tail: the features a pair at the threshold shares in both documents.
+
+    Attributes
+    ----------
+    documents, features : ndarray, dtype int64
+        One entry per tail feature: its document and its feature (numbered from 0 by state).
+    n_docs, n_features : int
+        The incidence matrix's shape.
+    """
+
+    documents: np.ndarray
+    features: np.ndarray
+    n_docs: int
+    n_features: int
+
+    def work(self) -> int:
+        """Multiply-adds of ``T @ T.T``: the pairs of tail entries that share a feature."""
+        counts = np.bincount(self.features, minlength=self.n_features).astype(np.int64)
+        return int((counts * counts).sum())
+
+
+def tails(features: DocumentFeatures, measure: str, value: float) -> Tails:
+    """Split each document into head and tail by the prefix filter (the module's description).
+
+    Parameters
+    ----------
+    features : DocumentFeatures
+        The documents.
+    measure : {"cosine", "jaccard"}
+        Cosine of the weighted features or Jaccard of the feature sets (checked by the caller).
+    value : float
+        The threshold, in ``(0, 1]``.
+
+    Returns
+    -------
+    Tails
+    """
+    sizes = features.sizes
+    document = np.repeat(np.arange(features.n_docs, dtype=np.int64), sizes)
+    distinct, feature, frequency = np.unique(
+        features.states, return_inverse=True, return_counts=True
+    )
+    feature = feature.reshape(-1).astype(np.int64)
+    rank = np.empty(distinct.size, dtype=np.int64)
+    rank[np.lexsort((distinct, -frequency))] = np.arange(distinct.size)
+    order = np.lexsort((rank[feature], document))  # each document's entries, most frequent first
+    if measure == "cosine":
+        shift = -np.repeat(features.exponents, sizes)
+        scaled = np.ldexp(features.weights.astype(np.float64), shift)[order]
+        share = scaled * scaled / np.repeat(features.squared_norms, sizes)
+        # shares in units of 2**-40, rounded up: a document's running sum is then exact (no
+        # cancellation across documents) and never below the true one, so a head is never long
+        units = np.ceil(np.ldexp(share, _SHARE_BITS)).astype(np.int64)
+        running = np.cumsum(units)
+        first = features.offsets[:-1][sizes > 0]
+        running -= np.repeat(running[first] - units[first], sizes[sizes > 0])
+        in_tail = running >= np.ldexp(value * value * (1.0 - _MARGIN), _SHARE_BITS)
+    else:  # Jaccard: the head holds fewer than t * |x| features
+        position = np.arange(features.states.size) - np.repeat(features.offsets[:-1], sizes)
+        head_size = np.ceil(value * sizes * (1.0 - _MARGIN)).astype(np.int64) - 1
+        in_tail = position >= np.repeat(head_size, sizes)
+    return Tails(document[in_tail], feature[order][in_tail], features.n_docs, int(distinct.size))
+
+
+def product_candidates(found: Tails) -> np.ndarray:
+    """Return the pairs of documents whose tails share a feature, each once.
+
+    Parameters
+    ----------
+    found : Tails
+        The documents' tails.
+
+    Returns
+    -------
+    ndarray, shape (m, 2), dtype int64
+        Pairs ``(i, j)``, ``i < j``, in row-major order.
+
+    Raises
+    ------
+    MemoryError
+        A product that the memory available cannot hold (12 bytes per multiply-add, at most).
+    """
+    check_memory(12 * found.work(), f"the tails' product of {found.n_docs:,} documents needs")
+    incidence = scipy.sparse.csr_matrix(
+        (np.ones(found.documents.size, dtype=np.float32), (found.documents, found.features)),
+        shape=(found.n_docs, found.n_features),
+    )
+    shared = scipy.sparse.triu(incidence @ incidence.T, k=1, format="coo")
+    pairs = np.stack([shared.row, shared.col], axis=1).astype(np.int64)
+    return pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
