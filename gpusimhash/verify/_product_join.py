@@ -112,7 +112,7 @@ def product_candidates(found: Tails) -> np.ndarray:
     Returns
     -------
     ndarray, shape (m, 2), dtype int64
-        Pairs ``(i, j)``, ``i < j``, in row-major order.
+        Pairs ``(i, j)``, ``i < j``, by ``i`` (``j`` in no particular order).
 
     Raises
     ------
@@ -124,6 +124,7 @@ def product_candidates(found: Tails) -> np.ndarray:
         (np.ones(found.documents.size, dtype=np.float32), (found.documents, found.features)),
         shape=(found.n_docs, found.n_features),
     )
-    shared = scipy.sparse.triu(incidence @ incidence.T, k=1, format="coo")
-    pairs = np.stack([shared.row, shared.col], axis=1).astype(np.int64)
-    return pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
+    shared = (incidence @ incidence.T).tocsr()  # symmetric: each pair above the diagonal once
+    rows = np.repeat(np.arange(found.n_docs, dtype=np.int64), np.diff(shared.indptr))
+    above = shared.indices > rows
+    return np.stack([rows[above], shared.indices[above].astype(np.int64)], axis=1)
