@@ -13,7 +13,7 @@ similarity as every other verification (`DocumentFeatures.comparer`).
 Why a second plan: the index join's compiled loops prune candidates as they probe, but Numba
 compiles them on their first use, seconds once per installation; this plan compiles nothing
 (the verification loop is the one the rest of a run uses) and compares more candidates. Where
-the product is small (`product_work` at most `PRODUCT_MAX_WORK`) that costs milliseconds, and
+the product is small (`Tails.work` at most `PRODUCT_MAX_WORK`) that costs milliseconds, and
 `gpusimhash.verify._feature_join.feature_join` takes it; both plans find the same pairs with
 the same similarities.
 """
@@ -28,7 +28,7 @@ import scipy.sparse
 from gpusimhash._memory import check_memory
 from gpusimhash.verify._features import DocumentFeatures
 
-# multiply-adds of the tails' product (`product_work`) up to which `feature_join` takes this
+# multiply-adds of the tails' product (`Tails.work`) up to which `feature_join` takes this
 # plan: at most about 2**20 candidate pairs to verify, a few tenths of a second at worst
 PRODUCT_MAX_WORK = 1 << 21
 _MARGIN = 1e-9  # as the index join's: heads a little shorter, so rounding never hides a pair
