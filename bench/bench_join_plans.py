@@ -12,7 +12,8 @@ is the cost, measured on the same documents in one run:
 
 Corpora: the bundled sample (3,500 documents) and the first ``--sizes`` lines of a one-document-
 per-line corpus (the PyPI summaries by default). ``work`` is the tails' product's multiply-adds
-(`gpusimhash.verify._product_join.Tails.work`); ``auto`` the plan `feature_join` takes.
+(`gpusimhash.verify._product_join.Tails.work`); ``auto`` the plan `feature_join` takes
+(`gpusimhash.verify._product_join.small_tails`).
 
     python bench/bench_join_plans.py [CORPUS] [--sizes 5000 10000 20000 40000]
         [--thresholds cosine:0.8 jaccard:0.8] [--repeats 3] [--result join_plans_cpu.json]
@@ -37,10 +38,10 @@ from _common import DEFAULT_CORPUS, best_of, load_lines, print_table, write_json
 
 from gpusimhash.datasets.sample import sample_corpus_path
 from gpusimhash.fingerprinting import featurize
-from gpusimhash.verify import _feature_join
-from gpusimhash.verify._feature_join import PRODUCT_MAX_WORK, feature_join
+from gpusimhash.verify import _product_join
+from gpusimhash.verify._feature_join import feature_join
 from gpusimhash.verify._features import DocumentFeatures
-from gpusimhash.verify._product_join import tails
+from gpusimhash.verify._product_join import small_tails, tails
 
 PLANS = ("index", "product")
 
@@ -103,7 +104,7 @@ def measure_corpus(name: str, texts: list[str], thresholds, repeats: int) -> lis
             "entries": int(features.offsets[-1]),
             "threshold": f"{measure} {value:g}",
             "work": work,
-            "auto": "product" if work <= PRODUCT_MAX_WORK else "index",
+            "auto": "index" if small_tails(features, measure, value) is None else "product",
         }
         found = {}
         join = functools.partial(feature_join, features, measure, value)
@@ -164,7 +165,8 @@ def main() -> None:
         args.result,
         {
             "corpus": str(args.corpus),
-            "product_max_work": _feature_join.PRODUCT_MAX_WORK,
+            "product_max_entries": _product_join.PRODUCT_MAX_ENTRIES,
+            "product_max_work": _product_join.PRODUCT_MAX_WORK,
             "repeats": args.repeats,
             "timing": (
                 "warm: best of the repeats after a warm-up call, compiling excluded; first call: "

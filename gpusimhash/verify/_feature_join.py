@@ -36,7 +36,7 @@ from gpusimhash._cpu._cluster_loops import COSINE, JACCARD
 from gpusimhash._cpu._runtime import parallel_call, threads
 from gpusimhash._memory import check_memory
 from gpusimhash.verify._features import DocumentFeatures
-from gpusimhash.verify._product_join import PRODUCT_MAX_WORK, Tails, product_candidates, tails
+from gpusimhash.verify._product_join import Tails, product_candidates, small_tails, tails
 
 # room for passing pairs per block and call, at least (16 bytes each)
 PAIRS_PER_BLOCK = 1 << 18
@@ -88,8 +88,9 @@ def feature_join(
     Two plans find the same pairs with the same similarities: the compiled index (`feature_index`,
     `probe_blocks`), which prunes candidates as it probes, and one sparse product of the
     documents' tails (`gpusimhash.verify._product_join`), which compiles nothing. ``"auto"``
-    takes the product where its work is at most ``PRODUCT_MAX_WORK`` multiply-adds (small
-    corpora, where the index's first compilation would cost more than the whole join).
+    takes the product for at most ``PRODUCT_MAX_ENTRIES`` feature entries whose product costs
+    at most ``PRODUCT_MAX_WORK`` multiply-adds (small corpora, where the index's first
+    compilation would cost more than the whole join).
 
     Parameters
     ----------
@@ -130,10 +131,11 @@ def feature_join(
     if plan not in PLANS:
         raise ValueError(f"plan must be one of {', '.join(PLANS)}, got {plan!r}")
     _check_threshold(features, measure, value)
-    if plan != "index":
-        found = tails(features, measure, value)
-        if plan == "product" or found.work() <= PRODUCT_MAX_WORK:
-            return _product_join(features, found, measure, value, max_pairs)
+    if plan == "product":
+        return _product_join(features, tails(features, measure, value), measure, value, max_pairs)
+    small = small_tails(features, measure, value) if plan == "auto" else None
+    if small is not None:
+        return _product_join(features, small, measure, value, max_pairs)
     index = feature_index(features, measure, value)
     check_reads(index, max_pairs)
     n_blocks = _BLOCKS_PER_THREAD * threads()

@@ -13,7 +13,7 @@ similarity as every other verification (`DocumentFeatures.comparer`).
 Why a second plan: the index join's compiled loops prune candidates as they probe, but Numba
 compiles them on their first use, seconds once per installation; this plan compiles nothing
 (the verification loop is the one the rest of a run uses) and compares more candidates. Where
-the product is small (`Tails.work` at most `PRODUCT_MAX_WORK`) that costs milliseconds, and
+the corpus and the product are small (`small_tails`) that costs milliseconds, and
 `gpusimhash.verify._feature_join.feature_join` takes it; both plans find the same pairs with
 the same similarities.
 """
@@ -31,6 +31,9 @@ from gpusimhash.verify._features import DocumentFeatures
 # multiply-adds of the tails' product (`Tails.work`) up to which `feature_join` takes this
 # plan: at most about 2**20 candidate pairs to verify, a few tenths of a second at worst
 PRODUCT_MAX_WORK = 1 << 21
+# feature entries up to which the tails are computed to weigh the product (in tens of
+# milliseconds): a larger corpus goes to the index at once
+PRODUCT_MAX_ENTRIES = 1 << 19
 _MARGIN = 1e-9  # as the index join's: heads a little shorter, so rounding never hides a pair
 _SHARE_BITS = 40
 
@@ -99,6 +102,31 @@ def tails(features: DocumentFeatures, measure: str, value: float) -> Tails:
         head_size = np.ceil(value * sizes * (1.0 - _MARGIN)).astype(np.int64) - 1
         in_tail = position >= np.repeat(head_size, sizes)
     return Tails(document[in_tail], feature[order][in_tail], features.n_docs, int(distinct.size))
+
+
+def small_tails(features: DocumentFeatures, measure: str, value: float) -> Tails | None:
+    """Return the tails where the product plan is the cheaper one, else None.
+
+    That is where the documents hold at most `PRODUCT_MAX_ENTRIES` feature entries and the
+    product's work is at most `PRODUCT_MAX_WORK`.
+
+    Parameters
+    ----------
+    features : DocumentFeatures
+        The documents.
+    measure : {"cosine", "jaccard"}
+        As `tails`.
+    value : float
+        The threshold, in ``(0, 1]``.
+
+    Returns
+    -------
+    Tails or None
+    """
+    if features.states.size > PRODUCT_MAX_ENTRIES:
+        return None
+    found = tails(features, measure, value)
+    return found if found.work() <= PRODUCT_MAX_WORK else None
 
 
 def product_candidates(found: Tails) -> np.ndarray:

@@ -30,8 +30,8 @@ with open(out + ".jsonl", "w") as stream:
         stream.write(json.dumps({"text": text}) + "\n")
 dedup_file(out + ".jsonl", out, report=True)  # the defaults: the feature join, stars
 dedup_file(out + ".jsonl", out + "-codes", candidates="codes", report=True)
-from gpusimhash.verify import _feature_join
-_feature_join.PRODUCT_MAX_WORK = -1  # the feature join's compiled index, not the product
+from gpusimhash.verify import _product_join
+_product_join.PRODUCT_MAX_WORK = -1  # the feature join's compiled index, not the product
 dedup_file(out + ".jsonl", out + "-index", report=True)
 names = ["_loops", "_cluster_loops", "_mih_loops", "_utf8_loops", "_sorting",
          "_allpairs_loops", "_verify_loops"]

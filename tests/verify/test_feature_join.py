@@ -248,12 +248,22 @@ def test_auto_takes_the_product_while_its_work_is_small(monkeypatch):
     product = feature_join(features, "cosine", 0.8)
     assert indexed == []
     assert product.candidates > 0
-    monkeypatch.setattr(_feature_join, "PRODUCT_MAX_WORK", work - 1)  # one multiply-add short
+    monkeypatch.setattr(_product_join, "PRODUCT_MAX_WORK", work - 1)  # one multiply-add short
     index = feature_join(features, "cosine", 0.8)
     assert len(indexed) == 1
     mine, theirs = np.lexsort(product.pairs.T[::-1]), np.lexsort(index.pairs.T[::-1])
     np.testing.assert_array_equal(product.pairs[mine], index.pairs[theirs])
     np.testing.assert_array_equal(product.similarity[mine], index.similarity[theirs])
+
+
+def test_auto_goes_to_the_index_at_once_past_the_products_entries(monkeypatch):
+    # the tails are not even computed: on a large corpus they would cost seconds
+    features = real_text_features()
+    monkeypatch.setattr(_product_join, "PRODUCT_MAX_ENTRIES", features.states.size - 1)
+    monkeypatch.setattr(_product_join, "tails", lambda *a: pytest.fail("tails computed"))
+    found = feature_join(features, "cosine", 0.8)
+    assert_exact(features, "cosine", 0.8)
+    assert found.indexed == _feature_join.feature_index(features, "cosine", 0.8).indexed
 
 
 @settings(max_examples=60, deadline=None)
