@@ -48,3 +48,42 @@ def test_planning_a_threshold_imports_no_scipy_stats():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"
+
+
+def test_the_command_exits_with_its_code_after_the_exit_handlers_and_a_flush():
+    # the interpreter is not torn down, but nothing the exit handlers or the buffers hold is lost
+    code = (
+        "import atexit, sys\n"
+        "from gpusimhash.__main__ import exit_now\n"
+        "atexit.register(lambda: sys.stdout.write(' handler'))\n"
+        "sys.stdout.write('buffered')\n"
+        "exit_now(3)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert (done.returncode, done.stdout) == (3, "buffered handler")
+
+
+def test_the_command_waits_for_a_running_thread_before_it_exits():
+    code = (
+        "import threading, time\n"
+        "from gpusimhash.__main__ import exit_now\n"
+        "threading.Thread(target=lambda: (time.sleep(0.3), print('thread done'))).start()\n"
+        "exit_now(4)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert (done.returncode, done.stdout) == (4, "thread done\n")
+
+
+def test_the_command_line_ends_a_run_with_its_outputs_whole(tmp_path):
+    source = tmp_path / "in.txt"
+    source.write_text("".join(f"text number {i % 7} here\n" for i in range(50)), encoding="utf-8")
+    out = tmp_path / "out"
+    done = subprocess.run(
+        [sys.executable, "-m", "gpusimhash", "dedup", str(source), "--out", str(out), "-q"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert len((out / "kept.jsonl").read_text(encoding="utf-8").splitlines()) == 7
+    assert (out / "summary.json").read_text(encoding="utf-8").endswith("}\n")
