@@ -8,7 +8,9 @@ timers. The scenario then runs as a user would run it (``dedup``: the command li
 with the given arguments; ``fingerprint``: ``gpusimhash.fingerprint`` of a few texts), and the
 timings are written to RESULT.json: one entry per compiled function and signature (seconds
 including and excluding the nested compilations it triggered, and whether the cache had it),
-the plots' seconds, the scenario's own seconds and the threading layer Numba chose.
+the plots' seconds, the scenario's own seconds and the threading layer Numba chose. The
+process then ends as the measured program does (``dedup`` as the command line's ``exit_now``,
+the fingerprinting process through the interpreter's teardown).
 """
 
 from __future__ import annotations
@@ -127,5 +129,16 @@ def main() -> int:
     return code
 
 
+def finish(scenario: str, code: int) -> None:
+    """Exit as the measured program does: ``dedup`` as ``python -m gpusimhash`` ends."""
+    if scenario == "dedup":
+        try:
+            from gpusimhash.__main__ import exit_now
+        except ImportError:  # a revision whose command exits through the interpreter's teardown
+            sys.exit(code)
+        exit_now(code)
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    finish(sys.argv[1], main())
