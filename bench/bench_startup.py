@@ -1,7 +1,8 @@
 """Where a first run's time goes: compiling, cache loads, imports, the report's plots.
 
 Each round runs, in fresh processes, with Numba's cache pointed at a new empty folder
-(``NUMBA_CACHE_DIR``, which gpusimhash leaves alone when set) and a new output folder:
+(``NUMBA_CACHE_DIR``, which gpusimhash leaves alone when set), Matplotlib's configuration and
+font cache at another (``MPLCONFIGDIR``), and a new output folder:
 
 - ``dedup cold``: ``python -m gpusimhash dedup`` on the bundled sample, empty cache (the first
   run after installing); ``dedup warm``: the same command again on that cache;
@@ -66,7 +67,9 @@ TREE: dict[str, str] = {}  # PYTHONPATH of the revision measured now ({} for thi
 
 def run_process(command: list[str], cwd: Path, cache: Path) -> dict[str, Any]:
     """Run a command to its end: wall and CPU seconds, load average before, stderr."""
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache), **TREE}
+    # Matplotlib's font cache too: a first run on a new machine builds it
+    matplotlib = str(cache / "matplotlib")
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache), "MPLCONFIGDIR": matplotlib, **TREE}
     load = os.getloadavg()
     start = time.perf_counter()
     child = subprocess.Popen(
