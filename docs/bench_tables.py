@@ -112,27 +112,7 @@ SHOWN = {
         ),
     ),
     "join_plans_cpu.json": Results(
-        "The feature join's two plans: the compiled index and the sparse product",
-        (
-            Table(
-                ("rows",),
-                (
-                    "corpus",
-                    "threshold",
-                    "work",
-                    "auto",
-                    "index_warm_s",
-                    "product_warm_s",
-                    "index_first_call_s",
-                    "index_first_call_compile_s",
-                    "product_first_call_s",
-                    "product_first_call_compile_s",
-                    "index_candidates",
-                    "product_candidates",
-                    "pairs",
-                ),
-            ),
-        ),
+        "The feature join's two plans: the compiled index and the sparse product"
     ),
     "lshjoin_cpu.json": Results("The approximate join (recall=) against the exact join"),
     "search_cpu.json": Results(

@@ -50,6 +50,10 @@ def test_planning_a_threshold_imports_no_scipy_stats():
     assert done.stdout.strip() == "False"
 
 
+def run_python(code):
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+
+
 def test_the_command_exits_with_its_code_after_the_exit_handlers_and_a_flush():
     # the interpreter is not torn down, but nothing the exit handlers or the buffers hold is lost
     code = (
@@ -59,7 +63,7 @@ def test_the_command_exits_with_its_code_after_the_exit_handlers_and_a_flush():
         "sys.stdout.write('buffered')\n"
         "exit_now(3)\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    done = run_python(code)
     assert (done.returncode, done.stdout) == (3, "buffered handler")
 
 
@@ -70,7 +74,7 @@ def test_the_command_waits_for_a_running_thread_before_it_exits():
         "threading.Thread(target=lambda: (time.sleep(0.3), print('thread done'))).start()\n"
         "exit_now(4)\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    done = run_python(code)
     assert (done.returncode, done.stdout) == (4, "thread done\n")
 
 
