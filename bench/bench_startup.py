@@ -13,7 +13,9 @@ font cache at another (``MPLCONFIGDIR``), and a new output folder:
 
 The dedup and fingerprint processes are `_startup_probe.py`, which times every compilation and
 cache load (per function and signature) and the report's plots. Wall seconds are the parent's
-(process start to exit), CPU seconds the child's user + system time. The machine is shared:
+(process start to exit), CPU seconds the child's user + system time; ``interpreter_start_and_exit_s``
+is the wall time outside the probe's own first and last lines (the interpreter's start, and its
+exit: the teardown of every module, or none where the program skips it). The machine is shared:
 the load average before each process is recorded, and every figure is given as min / median /
 max over the rounds. Prints tables and writes bench/results/startup_cpu.json.
 
@@ -216,6 +218,10 @@ def totals(rounds: list[dict[str, Any]], scenario: str) -> dict[str, Any]:
         result["scenario_cpu_s"] = spread([run["scenario_cpu_seconds"] for run in runs])
         result["outside_the_scenario_s"] = spread(
             [run["wall_s"] - run["scenario_seconds"] for run in runs]
+        )
+        # the interpreter's start before the probe's first line, and its exit after the last
+        result["interpreter_start_and_exit_s"] = spread(
+            [run["wall_s"] - run["since_probe_start_seconds"] for run in runs]
         )
     if "plots_seconds" in runs[0] and runs[0]["plots_seconds"]:
         result["plots_s"] = {
