@@ -97,14 +97,14 @@ def measure_corpus(name: str, texts: list[str], thresholds, repeats: int) -> lis
     features = DocumentFeatures.from_batch(featurize(texts))
     rows = []
     for measure, value in thresholds:
-        work = tails(features, measure, value).work()
+        small = small_tails(features, measure, value)  # None: auto takes the index
         row = {
             "corpus": name,
             "documents": len(texts),
             "entries": int(features.offsets[-1]),
             "threshold": f"{measure} {value:g}",
-            "work": work,
-            "auto": "index" if small_tails(features, measure, value) is None else "product",
+            "work": (small or tails(features, measure, value)).work(),
+            "auto": "index" if small is None else "product",
         }
         found = {}
         join = functools.partial(feature_join, features, measure, value)

@@ -36,7 +36,13 @@ from gpusimhash._cpu._cluster_loops import COSINE, JACCARD
 from gpusimhash._cpu._runtime import parallel_call, threads
 from gpusimhash._memory import check_memory
 from gpusimhash.verify._features import DocumentFeatures
-from gpusimhash.verify._product_join import Tails, product_candidates, small_tails, tails
+from gpusimhash.verify._product_join import (
+    Tails,
+    frequency_ranks,
+    product_candidates,
+    small_tails,
+    tails,
+)
 
 # room for passing pairs per block and call, at least (16 bytes each)
 PAIRS_PER_BLOCK = 1 << 18
@@ -251,7 +257,7 @@ def _index_by_size(
     """`feature_index` of documents in size-key order, ``first_partner`` the least partners."""
     offsets = features.offsets
     entries = int(offsets[-1])
-    entry_rank, n_ranks = _frequency_ranks(features.states)
+    entry_rank, n_ranks = frequency_ranks(features.states)
     # ranks are non-negative: their uint32 view sorts alike, and the sort compiles for one key
     # type, the states' (`gpusimhash._cpu._sorting`)
     ordered = parallel_call(rank_entries, offsets, entry_rank.view(np.uint32), items=entries)
@@ -461,11 +467,3 @@ def _check_threshold(features: DocumentFeatures, measure: str, value: float) -> 
         )
     if features.n_docs >= 2**31:
         raise ValueError(f"at most {2**31 - 1:,} documents, got {features.n_docs:,}")
-
-
-def _frequency_ranks(states: np.ndarray) -> tuple[np.ndarray, int]:
-    """Rank every entry's feature: 0 for the most frequent, ties by state; and the rank count."""
-    distinct, inverse, frequency = np.unique(states, return_inverse=True, return_counts=True)
-    rank = np.empty(distinct.size, dtype=np.int32)
-    rank[np.lexsort((distinct, -frequency))] = np.arange(distinct.size, dtype=np.int32)
-    return rank[inverse.reshape(-1)], int(distinct.size)

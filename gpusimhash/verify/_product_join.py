@@ -45,7 +45,7 @@ class Tails:
     Attributes
     ----------
     documents, features : ndarray, dtype int64
-        One entry per tail feature: its document and its feature (numbered from 0 by state).
+        One entry per tail feature: its document and its feature (its rank, `frequency_ranks`).
     n_docs, n_features : int
         The incidence matrix's shape.
     """
@@ -59,6 +59,27 @@ class Tails:
         """Multiply-adds of ``T @ T.T``: the pairs of tail entries that share a feature."""
         counts = np.bincount(self.features, minlength=self.n_features).astype(np.int64)
         return int((counts * counts).sum())
+
+
+def frequency_ranks(states: np.ndarray) -> tuple[np.ndarray, int]:
+    """Rank every entry's feature: 0 for the most frequent, ties by state; and the rank count.
+
+    Parameters
+    ----------
+    states : ndarray, dtype uint32
+        The entries' feature states.
+
+    Returns
+    -------
+    rank : ndarray, shape (states.size,), dtype int32
+        Each entry's feature rank.
+    n_ranks : int
+        Distinct features.
+    """
+    distinct, inverse, frequency = np.unique(states, return_inverse=True, return_counts=True)
+    rank = np.empty(distinct.size, dtype=np.int32)
+    rank[np.lexsort((distinct, -frequency))] = np.arange(distinct.size, dtype=np.int32)
+    return rank[inverse.reshape(-1)], int(distinct.size)
 
 
 def tails(features: DocumentFeatures, measure: str, value: float) -> Tails:
@@ -79,13 +100,8 @@ def tails(features: DocumentFeatures, measure: str, value: float) -> Tails:
     """
     sizes = features.sizes
     document = np.repeat(np.arange(features.n_docs, dtype=np.int64), sizes)
-    distinct, feature, frequency = np.unique(
-        features.states, return_inverse=True, return_counts=True
-    )
-    feature = feature.reshape(-1).astype(np.int64)
-    rank = np.empty(distinct.size, dtype=np.int64)
-    rank[np.lexsort((distinct, -frequency))] = np.arange(distinct.size)
-    order = np.lexsort((rank[feature], document))  # each document's entries, most frequent first
+    rank, n_ranks = frequency_ranks(features.states)  # a feature's rank is its column
+    order = np.lexsort((rank, document))  # each document's entries, most frequent first
     if measure == "cosine":
         shift = -np.repeat(features.exponents, sizes)
         scaled = np.ldexp(features.weights.astype(np.float64), shift)[order]
@@ -101,7 +117,8 @@ def tails(features: DocumentFeatures, measure: str, value: float) -> Tails:
         position = np.arange(features.states.size) - np.repeat(features.offsets[:-1], sizes)
         head_size = np.ceil(value * sizes * (1.0 - _MARGIN)).astype(np.int64) - 1
         in_tail = position >= np.repeat(head_size, sizes)
-    return Tails(document[in_tail], feature[order][in_tail], features.n_docs, int(distinct.size))
+    features_of_tails = rank[order][in_tail].astype(np.int64)
+    return Tails(document[in_tail], features_of_tails, features.n_docs, n_ranks)
 
 
 def small_tails(features: DocumentFeatures, measure: str, value: float) -> Tails | None:
