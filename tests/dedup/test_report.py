@@ -228,3 +228,27 @@ def test_cluster_sizes_are_drawn_log_log(monkeypatch, tmp_path):
     assert labels
     assert not any("$" in text for text in labels)
     plt.close(drawn[0])
+
+
+@pytest.mark.parametrize("bits", [64, 256, 1024])
+def test_hamming_histograms_bin_every_distance_as_hist_would(monkeypatch, tmp_path, bits):
+    drawn = []
+    monkeypatch.setattr(report_plots, "_save", lambda plt, fig, path, **margins: drawn.append(fig))
+    plt = report_plots.pyplot()
+    rng = np.random.default_rng(bits)
+    distances = {"found": rng.integers(0, bits // 4, 300), "random": rng.integers(0, bits + 1, 500)}
+    reach = bits // 4
+    neighbourhood = rng.integers(0, reach + 1, 2000)
+    report_plots.plot_hamming(plt, tmp_path / "x.png", bits, reach - 2, distances, neighbourhood, reach)
+    whole, near = drawn[0].axes
+    width = max(1, bits // 256)
+    edges = np.arange(-0.5, bits + width + 0.5, width)
+    _, reference = plt.subplots(1, 2)
+    for key in ("random", "found"):
+        reference[0].hist(distances[key], bins=edges, density=True, histtype="stepfilled")
+    reference[1].hist(neighbourhood, bins=np.arange(-0.5, reach + 1.5), histtype="stepfilled")
+    for drawn_axis, reference_axis in zip((whole, near), reference, strict=True):
+        assert len(drawn_axis.patches) == len(reference_axis.patches)
+        for got, expected in zip(drawn_axis.patches, reference_axis.patches, strict=True):
+            np.testing.assert_allclose(got.get_xy(), expected.get_xy(), rtol=1e-12)
+    plt.close("all")

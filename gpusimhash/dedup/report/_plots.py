@@ -34,6 +34,20 @@ def _plain_log_labels(axis: Any) -> None:
     axis.set_minor_formatter(ticker.LogFormatter(labelOnlyBase=False))
 
 
+def _counts(bins: np.ndarray, n_bins: int) -> np.ndarray:
+    """Count the values of each bin ``0 .. n_bins - 1`` (others are left out, as ``hist`` does).
+
+    The histograms are drawn from these counts: ``hist`` bins millions of distances by a
+    sorted search, ``bincount`` in a few milliseconds.
+
+    Examples
+    --------
+    >>> _counts(np.array([0, 2, 2, 5]), 3).tolist()
+    [1, 0, 2]
+    """
+    return np.bincount(bins[bins >= 0], minlength=n_bins)[:n_bins]
+
+
 def _save(plt: Any, fig: Any, path: Path, **margins: float) -> None:
     """Save a figure atomically and close it.
 
@@ -83,8 +97,9 @@ def plot_hamming(
         values = distances[key]
         if values.size:
             whole.hist(
-                values,
+                edges[:-1] + width / 2,
                 bins=edges,
+                weights=_counts(values // width, edges.size - 1),
                 alpha=0.6,
                 density=True,
                 histtype="stepfilled",  # one polygon, not a patch per bin: fast to draw
@@ -97,8 +112,9 @@ def plot_hamming(
     whole.legend(fontsize=8)
     if neighbourhood.size:
         near.hist(
-            neighbourhood,
+            np.arange(reach + 1),
             bins=np.arange(-0.5, reach + 1.5),
+            weights=_counts(neighbourhood, reach + 1),
             color="tab:green",
             histtype="stepfilled",
         )
