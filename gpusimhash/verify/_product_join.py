@@ -36,6 +36,8 @@ PRODUCT_MAX_WORK = 1 << 21
 PRODUCT_MAX_ENTRIES = 1 << 19
 _MARGIN = 1e-9  # as the index join's: heads a little shorter, so rounding never hides a pair
 _SHARE_BITS = 40
+# entries whose positions fit in the 32 low bits of a sort key beside their states
+_PACKED_ENTRIES = 1 << 32
 
 
 @dataclass(frozen=True)
@@ -75,11 +77,39 @@ def frequency_ranks(states: np.ndarray) -> tuple[np.ndarray, int]:
         Each entry's feature rank.
     n_ranks : int
         Distinct features.
+
+    Examples
+    --------
+    >>> rank, n_ranks = frequency_ranks(np.array([7, 3, 7, 9, 3, 7], dtype=np.uint32))
+    >>> rank.tolist(), n_ranks
+    ([0, 1, 0, 2, 1, 0], 3)
     """
-    distinct, inverse, frequency = np.unique(states, return_inverse=True, return_counts=True)
+    distinct, inverse, frequency = _distinct_states(states)
     rank = np.empty(distinct.size, dtype=np.int32)
     rank[np.lexsort((distinct, -frequency))] = np.arange(distinct.size, dtype=np.int32)
-    return rank[inverse.reshape(-1)], int(distinct.size)
+    return rank[inverse], int(distinct.size)
+
+
+def _distinct_states(states: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Return ``np.unique(states, return_inverse=True, return_counts=True)``, sooner.
+
+    Each state and its position are packed into one 64-bit key and the keys sorted by value:
+    NumPy sorts values with SIMD code, where ``np.unique`` sorts positions by their states
+    (an argsort), about three times slower on a million features. Past ``_PACKED_ENTRIES``
+    entries a position no longer fits beside its state, and ``np.unique`` does it.
+    """
+    if states.size > _PACKED_ENTRIES:
+        distinct, inverse, counts = np.unique(states, return_inverse=True, return_counts=True)
+        return distinct, inverse.reshape(-1), counts
+    keys = (states.astype(np.uint64) << np.uint64(32)) | np.arange(states.size, dtype=np.uint64)
+    keys.sort()
+    ordered = (keys >> np.uint64(32)).astype(states.dtype)
+    fresh = np.ones(states.size, dtype=bool)
+    np.not_equal(ordered[1:], ordered[:-1], out=fresh[1:])
+    starts = np.flatnonzero(fresh)
+    inverse = np.empty(states.size, dtype=np.int64)
+    inverse[(keys & np.uint64(0xFFFFFFFF)).astype(np.int64)] = np.cumsum(fresh) - 1
+    return ordered[starts], inverse, np.diff(np.append(starts, states.size))
 
 
 def tails(features: DocumentFeatures, measure: str, value: float) -> Tails:

@@ -328,3 +328,24 @@ def test_an_index_that_would_read_too_much_is_refused_before_probing(monkeypatch
     assert probed == []
     feature_join(features, "cosine", 0.5, max_pairs=budget + 1, plan="index")
     assert len(probed) == 1
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    states=st.lists(st.sampled_from([0, 1, 5, 2**31, 2**32 - 1]) | st.integers(0, 2**32 - 1)),
+    packed=st.booleans(),
+)
+def test_frequency_ranks_order_features_by_frequency_then_state(states, packed):
+    states = np.array(states, dtype=np.uint32)
+    if not packed:  # the np.unique path of the very large
+        _product_join._PACKED_ENTRIES, limit = -1, _product_join._PACKED_ENTRIES
+    try:
+        rank, n_ranks = _product_join.frequency_ranks(states)
+    finally:
+        if not packed:
+            _product_join._PACKED_ENTRIES = limit
+    distinct, counts = np.unique(states, return_counts=True)
+    expected = sorted(distinct.tolist(), key=lambda s: (-counts[distinct == s][0], s))
+    assert n_ranks == distinct.size
+    assert rank.dtype == np.int32
+    assert [expected[r] for r in rank.tolist()] == states.tolist()
