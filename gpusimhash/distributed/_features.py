@@ -1,16 +1,18 @@
-"""The exact feature join across workers: one index of every document, probed in shares.
+"""The exact feature join across workers: one index of every document on each, probed in shares.
 
 Where the single machine takes its candidates from the features (`gpusimhash.dedup.candidates`),
 so does the cluster, with the same pairs. Each partition hands the features and codes of its
-featured documents (`featured_documents`) to one index task (`index_documents`), which does
-what the single machine's `gpusimhash.dedup.candidates.feature_graph` does before it probes:
-identical codes collapsed, one representative per code and identical features, the
-representatives ordered by size key and their tails indexed
-(`gpusimhash.verify._feature_join.feature_index`), all in global row order, so that the index
-is the single machine's. The probing, nearly all of the join's work, is split by the
-documents that probe: share ``s`` of ``k`` probes the blocks ``s, s + k, ...`` of the index
-(`probe_share`; `gpusimhash.verify._feature_join.probe_blocks`), each on the index shipped
-once to its worker, after the index's reads are checked against the budget as one machine
+featured documents (`featured_documents`) to an index task on every worker
+(`index_documents`), which does what the single machine's
+`gpusimhash.dedup.candidates.feature_graph` does before it probes: identical codes collapsed,
+one representative per code and identical features, the representatives ordered by size key
+and their tails indexed (`gpusimhash.verify._feature_join.feature_index`), all in global row
+order, so that each copy of the index is the single machine's. The workers build their copies
+at once, where one index shipped to every worker would leave all but one idle while it is built
+and then move more bytes than the features it is built from. The probing, nearly all of the
+join's work, is split by the documents that probe: share ``s`` of ``k`` probes the blocks
+``s, s + k, ...`` of the index (`probe_share`; `gpusimhash.verify._feature_join.probe_blocks`)
+on its worker's copy, after the index's reads are checked against the budget as one machine
 checks them (`check_index`). Every passing pair of documents is found by exactly one share;
 each share names its pairs by their codes' lowest rows, as the table and tile tasks do. Where
 some code has two representatives (documents of that code with other features), two shares may
@@ -18,7 +20,7 @@ find one pair of codes, and the pairs are shuffled by a hash of the pair (`route
 tasks that keep each once (`distinct_pairs`); otherwise each share's pairs are already
 distinct.
 
-The index holds every featured document's features on one worker (about 100 bytes per feature
+The index holds every featured document's features on each worker (about 100 bytes per feature
 entry, index included), the limit of this join's size.
 """
 
@@ -28,7 +30,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpusimhash._cpu._runtime import threads
 from gpusimhash.codes import code_words
 from gpusimhash.distributed._partitions import Part
 from gpusimhash.distributed._routing import destination, split_by
@@ -46,6 +47,7 @@ from gpusimhash.verify._units import feature_units
 
 __all__ = [
     "IndexedDocuments",
+    "blocks",
     "check_passing",
     "distinct_pairs",
     "featured_bytes",
@@ -56,7 +58,7 @@ __all__ = [
     "route_pairs",
 ]
 
-_BLOCKS_PER_THREAD = 2  # blocks of each share per thread of the index's worker
+_BLOCKS_PER_THREAD = 2  # blocks of each share per thread of a worker's compiled loops
 _SALT = 0x6665  # pairs are not routed as the codes are
 
 
@@ -101,9 +103,12 @@ def featured_documents(part: Part, offset: int) -> tuple[np.ndarray, np.ndarray,
 def index_documents(
     parts: list[tuple[np.ndarray, np.ndarray, DocumentFeatures]],
     limit: Threshold,
-    shares: int,
+    n_blocks: int,
 ) -> IndexedDocuments:
     """Collapse the codes, choose the representatives and index them, as one machine (a task).
+
+    Every worker that probes builds this index: the same index from the same inputs, with the
+    same blocks wherever it is built, so that a share probes the same documents on any copy.
 
     Parameters
     ----------
@@ -111,9 +116,8 @@ def index_documents(
         Every partition's featured documents, in partition order (`featured_documents`).
     limit : Threshold
         A verified threshold above 0.
-    shares : int
-        The shares that will probe the index: each has two blocks per thread of the compiled
-        loops of this worker.
+    n_blocks : int
+        Blocks of the index, dealt to the shares in turn (`blocks`).
 
     Returns
     -------
@@ -132,9 +136,27 @@ def index_documents(
     return IndexedDocuments(
         index=index,
         code_rows=rows[first[inverse[representative]]],
-        n_blocks=shares * _BLOCKS_PER_THREAD * threads(),
+        n_blocks=n_blocks,
         distinct_codes=int(unique.shape[0]),
     )
+
+
+def blocks(shares: int, worker_threads: int) -> int:
+    """Return the blocks of an index probed in ``shares``: two per thread of the workers' loops.
+
+    Parameters
+    ----------
+    shares : int
+        The shares that probe the index.
+    worker_threads : int
+        The most threads of the compiled loops on any worker (`threads` there).
+
+    Examples
+    --------
+    >>> blocks(4, 1)
+    8
+    """
+    return shares * _BLOCKS_PER_THREAD * worker_threads
 
 
 def probe_share(

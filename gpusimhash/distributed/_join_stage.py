@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from gpusimhash._cpu._runtime import threads
 from gpusimhash.distributed import _features as features
 from gpusimhash.distributed import _join_plan as join_plan
 from gpusimhash.distributed import _partitions as partitions
@@ -109,11 +110,14 @@ class JoinStage(RunState):
         return {**stats, "collapse_bytes": sum(client.gather(collapse_bytes))}
 
     def _join_features(self) -> dict[str, Any]:
-        """Join on the features, as one machine: one index, probed in shares on the workers.
+        """Join on the features, as one machine: one index per worker, probed in shares.
 
-        `gpusimhash.distributed._features`: the shares are spread over the workers (each
-        fetches the index once), their pairs of codes shuffled to the tasks that keep each
-        once where two shares may find one; more passing pairs of documents than the budget are refused, as on one machine.
+        `gpusimhash.distributed._features`: every worker builds the same index from every
+        partition's featured documents, all at once, and probes its shares of it: no worker
+        waits for another's index, and no index crosses the network (the features it is built
+        from are smaller). The shares' pairs of codes are shuffled to the tasks that keep each
+        once where two shares may find one; more passing pairs of documents than the budget
+        are refused, as on one machine.
         """
         client, n_tasks, options = self.client, self.n_tasks, self.options
         featured = [
@@ -127,28 +131,37 @@ class JoinStage(RunState):
         ]
         sent = [client.submit(features.featured_bytes, f) for f in featured]
         shares = _SHARES_PER_WORKER * self.n_workers
-        indexed = client.submit(
-            features.index_documents, featured, self.limit, shares, key=self.key("feature-index")
-        )
+        worker_threads = client.run(threads)
+        workers = sorted(worker_threads) or [None]
+        n_blocks = features.blocks(shares, max(worker_threads.values(), default=1))
+        replicas = [
+            client.submit(
+                features.index_documents,
+                featured,
+                self.limit,
+                n_blocks,
+                key=self.key("feature-index", w),
+                **_on(worker),
+            )
+            for w, worker in enumerate(workers)
+        ]
         del featured
         budget = None if options.force else options.max_candidate_pairs
-        client.submit(features.check_index, indexed, budget).result()  # before any probe
-        workers = sorted(client.scheduler_info().get("workers", {}))
+        client.submit(features.check_index, replicas[0], budget).result()  # before any probe
         found = [
             client.submit(
                 features.probe_share,
-                indexed,
+                replicas[s % len(replicas)],
                 s,
                 shares,
                 budget,
                 key=self.key("feature-share", s),
-                workers=[workers[s % len(workers)]] if workers else None,
-                allow_other_workers=True,
+                **_on(workers[s % len(workers)]),
             )
             for s in range(shares)
         ]
-        summary = client.submit(features.index_summary, indexed)
-        del indexed
+        summary = client.submit(features.index_summary, replicas[0])
+        del replicas
         distinct, documents, entries, shared = client.gather(summary)
         if shared:  # a pair of codes may come from two shares
             routed = [client.submit(features.route_pairs, f, n_tasks) for f in found]
@@ -337,6 +350,11 @@ class JoinStage(RunState):
             "split_buckets": sum(len(shares) > 1 for shares in found.values()),
             "share_tasks": sum(map(len, found.values())),
         }
+
+
+def _on(worker: str | None) -> dict[str, Any]:
+    """Return the arguments of ``client.submit`` that run a task on ``worker`` while it lives."""
+    return {} if worker is None else {"workers": [worker], "allow_other_workers": True}
 
 
 def _members(collapsed: tables.Collapsed) -> np.ndarray:

@@ -197,6 +197,30 @@ def test_same_result_as_one_machine(
     assert len(list((tmp_path / "kept").iterdir())) == n_parts
 
 
+def test_every_worker_probes_its_own_copy_of_the_feature_index(
+    corpus, cluster, tmp_path, monkeypatch
+):
+    monkeypatch.undo()  # no plan: the feature join
+    root, layouts = corpus
+    with _client_with(cluster, 2) as client, distributed.get_task_stream(client) as stream:
+        result = dedup(layouts[4], tmp_path, client=client, min_cosine=0.8)
+    assert result.summary["distributed"]["join"]["method"] == "features"
+    built, probed = {}, {}
+    for task in stream.data:
+        key = task["key"] if isinstance(task["key"], str) else task["key"][0]
+        actions = [step["action"] for step in task["startstops"]]
+        if "-feature-index-" in key:
+            built[key] = task["worker"]
+        elif "-feature-share-" in key:
+            probed[key] = (task["worker"], actions)
+    assert len(built) == 2
+    assert len(set(built.values())) == 2  # built at once, one copy on each worker
+    assert len(probed) == 4
+    assert {worker for worker, _ in probed.values()} == set(built.values())
+    assert not [key for key, (_, actions) in probed.items() if "transfer" in actions]
+    _assert_same(root, tmp_path, {"min_cosine": 0.8})
+
+
 def test_plain_text_partitions_number_documents_globally(cluster, tmp_path):
     lines = [RECORDS[k]["text"] or "x" for k in range(300)] * 2
     (tmp_path / "a.txt").write_text("\n".join(lines[:250]) + "\n")

@@ -47,13 +47,14 @@ def _parts(bounds):
 @given(
     cuts=st.lists(st.integers(0, len(TEXTS)), max_size=4),
     shares=st.integers(1, 5),
+    n_blocks=st.integers(1, 12),
     n_tasks=st.integers(1, 4),
     measure=st.sampled_from([("min_cosine", 0.8), ("min_cosine", 0.6), ("min_jaccard", 0.7)]),
 )
-def test_shares_give_the_single_machines_pairs_once(cuts, shares, n_tasks, measure):
+def test_shares_give_the_single_machines_pairs_once(cuts, shares, n_blocks, n_tasks, measure):
     limit = plan_threshold(64, **{measure[0]: measure[1]})
     bounds = [0, *sorted(cuts), len(TEXTS)]
-    indexed = features.index_documents(_parts(bounds), limit, shares)
+    indexed = features.index_documents(_parts(bounds), limit, n_blocks)
     found = [features.probe_share(indexed, s, shares, None) for s in range(shares)]
     routed = [features.route_pairs(f, n_tasks) for f in found]
     kept = [features.distinct_pairs([r[j] for r in routed]) for j in range(n_tasks)]
