@@ -1,9 +1,11 @@
 """The clustering stage of a distributed deduplication, on the workers.
 
-`ClusterStage._cluster` labels the connected components of the candidate graph by label
-propagation over node shards (`gpusimhash.distributed._components`), names each shard's
-documents in components, sums each component's work, deals the components to groups and runs
-the single-machine clustering on each group where its documents' features are gathered
+`ClusterStage._cluster` clusters a small candidate graph (`ONE_GROUP_WORK`) in one task, with
+the features of its documents taken where each partition is. A larger one is split by its
+connected components, labelled by label propagation over node shards
+(`gpusimhash.distributed._components`): each shard names its documents in components, the work
+of each component is summed, the components are dealt to groups and the single-machine
+clustering runs on each group where its documents' features are gathered
 (`gpusimhash.distributed._groups`). Only (row, kept row, similarity) of the removed documents
 come back to the driver.
 """
@@ -23,6 +25,9 @@ __all__ = ["ClusterStage"]
 
 _GROUPS_PER_WORKER = 2  # clustering tasks per worker
 _MAX_ROUNDS = 256  # label propagation needs O(log^2 n) rounds: more means a bug
+# candidate pairs plus documents sharing a code up to which one task clusters the whole graph:
+# on one core, about half a second (`bench/results/distributed_real.json`)
+ONE_GROUP_WORK = 1 << 20
 
 
 class ClusterStage(RunState):
@@ -31,12 +36,84 @@ class ClusterStage(RunState):
     def _cluster(
         self, stats: dict[str, Any]
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[np.ndarray]]:
+        """Cluster the candidate graph on the workers; return the removals and clusters.
+
+        A graph of at most `ONE_GROUP_WORK` pairs and documents sharing a code is clustered by
+        one task (`_cluster_whole`); a larger one is split by its components into groups
+        (`_cluster_components`).
+        """
+        client, options = self.client, self.options
+        # the featureless documents share one code of their own: a component alone
+        featureless = np.zeros((0, 2), np.int64)
+        if options.empty_as_duplicates and self.featureless.size > 1:
+            code = np.full_like(self.featureless, self.featureless.min())
+            featureless = np.stack([self.featureless, code], axis=1)
+        stats["pairs_verified"] = 0
+        work = sum(client.gather([client.submit(len, f) for f in self.candidates + self.members]))
+        if work <= ONE_GROUP_WORK:
+            clustered = self._cluster_whole(stats, featureless)
+        else:
+            clustered = self._cluster_components(stats, featureless)
+        if not clustered:
+            empty = np.zeros(0, np.int64)
+            return empty, empty, np.zeros(0), []
+        stats["pairs_verified"] = int(sum(c[3] for c in clustered))
+        removed = np.concatenate([c[0] for c in clustered])
+        kept_for = np.concatenate([c[1] for c in clustered])
+        similarity = np.concatenate([c[2] for c in clustered])
+        order = np.argsort(removed)
+        removed, kept_for, similarity = removed[order], kept_for[order], similarity[order]
+        return removed, kept_for, similarity, _clusters(removed, kept_for)
+
+    def _cluster_whole(self, stats: dict[str, Any], featureless: np.ndarray) -> list[Any]:
+        """Cluster the whole graph in one task, with the features of its documents (results).
+
+        Three steps the driver waits on, where the components take a dozen: gathered as one
+        group (`groups.whole_group`), its documents' features taken where each partition is,
+        clustered. Returns the clustering task's result, or none for an empty graph.
+        """
+        client = self.client
+        group = client.submit(
+            groups.whole_group, self.candidates, self.members, featureless, key=self.key("group", 0)
+        )
+        self.candidates, self.members = [], []
+        counts, n_pairs, n_components = client.submit(_whole_counts, group, self.offsets).result()
+        stats |= {
+            "candidate_code_pairs": n_pairs,
+            "components": n_components,
+            "cluster_groups": min(1, n_components),
+            "label_rounds": 0,
+            "label_bytes": 0,
+        }
+        if not n_components:
+            return []
+        taken = [
+            client.submit(
+                _take_share, part, group, int(self.offsets[d]), key=self.key("group-take", 0, d)
+            )
+            for d, part in enumerate(self.parts)
+            if counts[d]
+        ]
+        return [
+            client.submit(
+                _cluster_group,
+                group,
+                self.limit,
+                self.options.cluster,
+                self.options.keep,
+                self.options.empty_as_duplicates,
+                *taken,
+                key=self.key("cluster", 0),
+            ).result()
+        ]
+
+    def _cluster_components(self, stats: dict[str, Any], featureless: np.ndarray) -> list[Any]:
         """Label the components on the workers, deal them to groups, cluster each group.
 
         Each stage's futures are dropped once the next stage is submitted, so that the workers
-        let their results go as soon as they are used.
+        let their results go as soon as they are used. Returns each group's clustering result.
         """
-        client, options = self.client, self.options
+        client = self.client
         documents, labelled = self._shard_components(self._label_components(stats))
         work = self._component_work(documents, labelled)
         totals = np.array(
@@ -45,20 +122,13 @@ class ClusterStage(RunState):
             ),
             dtype=np.int64,
         ).reshape(-1, 3)
-        # the featureless documents share one code of their own: a component alone
-        featureless = np.zeros((0, 2), np.int64)
-        if options.empty_as_duplicates and self.featureless.size > 1:
-            code = np.full_like(self.featureless, self.featureless.min())
-            featureless = np.stack([self.featureless, code], axis=1)
         n_components = int(totals[:, 1].sum()) + bool(featureless.size)
         n_groups = max(1, min(_GROUPS_PER_WORKER * self.n_workers, n_components))
         stats["candidate_code_pairs"] = int(totals[:, 2].sum())
         stats["components"] = n_components
         stats["cluster_groups"] = n_groups
-        stats["pairs_verified"] = 0
         if not n_components:
-            empty = np.zeros(0, np.int64)
-            return empty, empty, np.zeros(0), []
+            return []
         threshold = (totals[:, 0].sum() + len(featureless)) / (n_groups * groups.HEAVY_PER_GROUP)
         found = client.gather(
             [client.submit(groups.heavy_components, w, threshold, n_groups) for w in work]
@@ -75,14 +145,7 @@ class ClusterStage(RunState):
             for j, (d, p) in enumerate(zip(documents, labelled, strict=True))
         ]
         del documents, labelled
-        clustered = client.gather(self._cluster_groups(routed, n_groups, dealt, featureless))
-        stats["pairs_verified"] = int(sum(c[3] for c in clustered))
-        removed = np.concatenate([c[0] for c in clustered])
-        kept_for = np.concatenate([c[1] for c in clustered])
-        similarity = np.concatenate([c[2] for c in clustered])
-        order = np.argsort(removed)
-        removed, kept_for, similarity = removed[order], kept_for[order], similarity[order]
-        return removed, kept_for, similarity, _clusters(removed, kept_for)
+        return client.gather(self._cluster_groups(routed, n_groups, dealt, featureless))
 
     def _shard_components(self, labels: list[Any]) -> tuple[list[Any], list[Any]]:
         """Name each node shard's documents in components and label its pairs (futures)."""
@@ -271,21 +334,37 @@ def _step_report(step: tuple[bool, list[np.ndarray]]) -> tuple[bool, int]:
     return step[0], nbytes(step[1])
 
 
+def _whole_counts(
+    group: tuple[np.ndarray, np.ndarray, int], offsets: np.ndarray
+) -> tuple[np.ndarray, int, int]:
+    """Return the whole group's documents in each partition, its pairs and components (a task)."""
+    documents, pairs, components = group
+    partition = np.searchsorted(offsets, documents[:, 0], side="right") - 1
+    return np.bincount(partition, minlength=offsets.size - 1), len(pairs), components
+
+
+def _take_share(
+    part: Any, group: tuple[np.ndarray, ...], offset: int
+) -> tuple[Any, np.ndarray, np.ndarray | None]:
+    """Take the features, lengths and scores of a partition's documents in a group (a task)."""
+    return partitions.take_documents(part, group[0][:, 0], offset)
+
+
 def _totals(work: np.ndarray, pairs: tuple[np.ndarray, np.ndarray]) -> tuple[int, int, int]:
     """Return a node shard's work, components and pairs (a task)."""
     return int(work[:, 1].sum()), len(work), len(pairs[0])
 
 
 def _cluster_group(
-    group: tuple[np.ndarray, np.ndarray],
+    group: tuple[Any, ...],
     limit: Any,
     method: str,
     policy: str,
     empty_as_duplicates: bool,
     *taken: tuple[Any, np.ndarray, np.ndarray | None],
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """Cluster one group, given its documents and pairs (`groups.group_inputs`; a task)."""
-    documents, pairs = group
+    """Cluster one group: its documents and pairs come first (`groups.group_inputs`; a task)."""
+    documents, pairs = group[0], group[1]
     return groups.cluster_group(
         documents, pairs, limit, method, policy, empty_as_duplicates, *taken
     )

@@ -21,6 +21,8 @@ inside the star loop, and only (row, kept row, similarity) of the removed docume
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse
+import scipy.sparse.csgraph
 
 from gpusimhash.cluster._documents import cluster_documents
 from gpusimhash.distributed._components import by_node, by_shard, shard_of
@@ -39,6 +41,7 @@ __all__ = [
     "rows_between",
     "shard_documents",
     "shard_pairs",
+    "whole_group",
     "work_pieces",
 ]
 
@@ -277,6 +280,57 @@ def group_inputs(
     """
     rows = np.concatenate([np.zeros((0, 2), np.int64), *documents])
     return rows[np.argsort(rows[:, 0])], np.concatenate([np.zeros((0, 2), np.int64), *pairs])
+
+
+def whole_group(
+    candidates: list[np.ndarray], members: list[np.ndarray], featureless: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """Gather the whole candidate graph as one group, with its number of components (a task).
+
+    Where the graph is small, one task clusters all of it: the components would only have
+    split the work between tasks, and each clusters alone, the same way beside any others.
+
+    Parameters
+    ----------
+    candidates : list of ndarray, shape (p, 2), dtype int64
+        The join tasks' pairs of distinct codes, each pair once in all.
+    members : list of ndarray, shape (k, 2), dtype int64
+        ``(row, code)`` of every document of a code of two or more documents.
+    featureless : ndarray, shape (f, 2), dtype int64
+        ``(row, code)`` of the featureless documents that form a component of their own (none
+        unless they count as duplicates of each other).
+
+    Returns
+    -------
+    documents : ndarray, shape (d, 2), dtype int64
+        ``(row, code)`` of every document in a pair's code or sharing its code, ascending rows.
+    pairs : ndarray, shape (p, 2), dtype int64
+        The pairs.
+    components : int
+        Connected components of the codes.
+
+    Examples
+    --------
+    >>> documents, pairs, components = whole_group(
+    ...     [np.array([[2, 5]]), np.array([[5, 7]])],
+    ...     [np.array([[5, 5], [8, 5], [9, 9], [11, 9]])],
+    ...     np.zeros((0, 2), np.int64),
+    ... )
+    >>> documents.tolist(), components
+    ([[2, 2], [5, 5], [7, 7], [8, 5], [9, 9], [11, 9]], 2)
+    """
+    pairs = np.concatenate([np.zeros((0, 2), np.int64), *candidates])
+    nodes = np.unique(pairs)
+    documents = np.concatenate([shard_documents((nodes, nodes), members)[:, :2], featureless])
+    documents = documents[np.argsort(documents[:, 0], kind="stable")]
+    codes = np.unique(documents[:, 1])
+    ends = np.searchsorted(codes, pairs)
+    graph = scipy.sparse.coo_matrix(
+        (np.ones(len(pairs), dtype=np.int8), (ends[:, 0], ends[:, 1])),
+        shape=(codes.size, codes.size),
+    )
+    components, _ = scipy.sparse.csgraph.connected_components(graph, directed=False)
+    return documents, pairs, int(components)
 
 
 def rows_between(inputs: tuple[np.ndarray, np.ndarray], lo: int, hi: int) -> np.ndarray:

@@ -16,16 +16,20 @@ Stages (task keys ``gpusimhash-<stage>-<run>-...``), each a mixin of the run ove
    (over `_tables.SPLIT_CODES` codes) is joined apart, by ``share`` tasks. The tiles (large
    radii, where brute force wins): the distinct codes in ``k`` pieces, one task per pair of
    pieces comparing every pair by FAISS's range search (`gpusimhash.distributed._tiles`).
-4. ``cluster``: the components of the candidate graph of distinct codes are labelled on the
-   workers by large-star / small-star label propagation over node shards
+4. ``cluster``: a candidate graph of at most `_cluster_stage.ONE_GROUP_WORK` pairs and
+   documents sharing a code is gathered by one task (`gpusimhash.distributed._groups.whole_group`),
+   each partition takes the features, lengths and scores of its documents in it, and one task
+   runs the single-machine clustering on them. A larger graph is split by its components,
+   labelled on the workers by large-star / small-star label propagation over node shards
    (`gpusimhash.distributed._components`: each component named by its lowest code, the same
    for any partitioning); each shard names its documents in components and labels its pairs,
    the work of each component is summed where its label lives, and components are dealt to
    groups (the heavy ones one by one, the rest by a hash of the label); each partition takes
    the features, lengths and scores of its share of a group, and one task per group runs the
-   single-machine clustering on them: candidates verified lazily inside the star loop
-   (`gpusimhash.distributed._groups`). The driver sees a few numbers per shard and the heavy
-   components; only (row, kept row, similarity) of the removed documents come back.
+   single-machine clustering on them. Either way the candidates are verified lazily inside the
+   star loop (`gpusimhash.distributed._groups`); the driver sees a few numbers per shard and
+   the heavy components, and only (row, kept row, similarity) of the removed documents come
+   back.
 5. ``write``: each partition writes its kept records (or every record, annotated) to its own
    output part; the driver writes the duplicates report from the ids and codes of the
    clustered documents only. With a truth field, the write tasks count each label's documents

@@ -16,6 +16,7 @@ distributed = pytest.importorskip("distributed")
 
 from gpusimhash.datasets.synth import CorpusSpec, generate
 from gpusimhash.dedup.pipeline import dedup_file
+from gpusimhash.distributed import _cluster_stage as cluster_stage
 from gpusimhash.distributed import _components as components
 from gpusimhash.distributed import dedup
 from gpusimhash.io.readers import InputError
@@ -45,9 +46,11 @@ RECORDS = _records()
 
 @pytest.fixture(autouse=True)
 def tables_unless_told(force_join, monkeypatch):
-    """Join by the tables (a test may force another join after), label by rounds."""
+    """Join by the tables (a test may force another join after), cluster by components
+    labelled in rounds."""
     force_join("tables")
     monkeypatch.setattr(components, "ONE_TASK_BYTES", -1)
+    monkeypatch.setattr(cluster_stage, "ONE_GROUP_WORK", -1)
 
 
 def _write(records, path):
@@ -148,6 +151,56 @@ def test_many_components_spread_over_workers(corpus, cluster, tmp_path):
     _assert_same(root, tmp_path, options)
 
 
+@pytest.mark.parametrize("labelled_in_one_task", [True, False])
+def test_a_graph_split_by_components_clusters_as_one_task_does(
+    corpus, cluster, tmp_path, monkeypatch, labelled_in_one_task
+):
+    monkeypatch.undo()  # the feature join
+    monkeypatch.setattr(cluster_stage, "ONE_GROUP_WORK", -1)
+    if not labelled_in_one_task:
+        monkeypatch.setattr(components, "ONE_TASK_BYTES", -1)
+    root, layouts = corpus
+    options = {"min_cosine": 0.8, "keep": "longest"}
+    with _client_with(cluster, 3) as client:
+        result = dedup(layouts[7], tmp_path / "split", client=client, **options)
+        monkeypatch.undo()
+        whole = dedup(layouts[7], tmp_path / "whole", client=client, **options)
+    spread = result.summary["distributed"]
+    assert spread["cluster_groups"] == 6  # two per worker
+    assert (spread["label_rounds"] == 0) == labelled_in_one_task
+    assert whole.summary["distributed"]["cluster_groups"] == 1
+    single = _assert_same(root, tmp_path / "split", options)
+    _assert_same(root, tmp_path / "whole", options)
+    assert result.summary["results"]["removed"] > 50
+    for name in ("clusters", "candidate_code_pairs", "distinct_codes"):
+        assert result.summary["results"][name] == single.summary["results"][name], name
+    assert spread["components"] == whole.summary["distributed"]["components"] > 50
+
+
+def test_every_worker_probes_its_own_copy_of_the_feature_index(
+    corpus, cluster, tmp_path, monkeypatch
+):
+    monkeypatch.undo()  # no plan: the feature join
+    root, layouts = corpus
+    with _client_with(cluster, 3) as client, distributed.get_task_stream(client) as stream:
+        result = dedup(layouts[4], tmp_path, client=client, min_cosine=0.8)
+    assert result.summary["distributed"]["join"]["method"] == "features"
+    built, probed = {}, {}
+    for task in stream.data:
+        key = task["key"] if isinstance(task["key"], str) else task["key"][0]
+        actions = [step["action"] for step in task["startstops"]]
+        if "-feature-index-" in key:
+            built[key] = task["worker"]
+        elif "-feature-share-" in key:
+            probed[key] = (task["worker"], actions)
+    assert len(built) == 3
+    assert len(set(built.values())) == 3  # built at once, one copy on each worker
+    assert len(probed) == 6
+    assert {worker for worker, _ in probed.values()} == set(built.values())
+    assert not [key for key, (_, actions) in probed.items() if "transfer" in actions]
+    _assert_same(root, tmp_path, {"min_cosine": 0.8})
+
+
 RUNS = [
     (3, 7, FAST, "tables"),
     (3, 7, FAST, "tiles"),
@@ -183,8 +236,9 @@ def test_same_result_as_one_machine(
     spread = result.summary["distributed"]
     assert spread["join"]["method"] == ("tiles" if join == "auto" else join)
     assert (spread["feature_shuffle_bytes"] > 0) == (join == "features")
-    # the planner's runs label their small graphs in one task, the others by rounds
+    # the planner's runs cluster their small graphs in one task, the others by components
     assert (spread["label_rounds"] == 0) == (join in ("auto", "features"))
+    assert (spread["cluster_groups"] == 1) == (join in ("auto", "features"))
     assert (spread["tables"] > 0) == (spread["join"]["method"] == "tables")
     assert (spread["tile_tasks"] > 0) == (spread["join"]["method"] == "tiles")
     single = _assert_same(root, tmp_path, options)
@@ -195,30 +249,6 @@ def test_same_result_as_one_machine(
     assert result.summary["results"]["removed"] > 50
     assert result.summary["cluster_sizes"] == single.summary["cluster_sizes"]
     assert len(list((tmp_path / "kept").iterdir())) == n_parts
-
-
-def test_every_worker_probes_its_own_copy_of_the_feature_index(
-    corpus, cluster, tmp_path, monkeypatch
-):
-    monkeypatch.undo()  # no plan: the feature join
-    root, layouts = corpus
-    with _client_with(cluster, 2) as client, distributed.get_task_stream(client) as stream:
-        result = dedup(layouts[4], tmp_path, client=client, min_cosine=0.8)
-    assert result.summary["distributed"]["join"]["method"] == "features"
-    built, probed = {}, {}
-    for task in stream.data:
-        key = task["key"] if isinstance(task["key"], str) else task["key"][0]
-        actions = [step["action"] for step in task["startstops"]]
-        if "-feature-index-" in key:
-            built[key] = task["worker"]
-        elif "-feature-share-" in key:
-            probed[key] = (task["worker"], actions)
-    assert len(built) == 2
-    assert len(set(built.values())) == 2  # built at once, one copy on each worker
-    assert len(probed) == 4
-    assert {worker for worker, _ in probed.values()} == set(built.values())
-    assert not [key for key, (_, actions) in probed.items() if "transfer" in actions]
-    _assert_same(root, tmp_path, {"min_cosine": 0.8})
 
 
 def test_plain_text_partitions_number_documents_globally(cluster, tmp_path):

@@ -58,17 +58,23 @@ def _label_rounds(pairs, n_shards, chunks):
     raise AssertionError("no convergence")
 
 
-def _split_and_cluster(graph, features, lengths, limit, method, policy, n_shards, n_groups):
-    """Cluster as the distributed run does: components dealt to groups, each group alone."""
+def _pairs_and_members(graph):
+    """The graph as the join leaves it: pairs of code names, and the documents sharing a code."""
     n = graph.inverse.size
     code_row = np.full(graph.n_unique, n)
     np.minimum.at(code_row, graph.inverse, np.arange(n))
-    degree = np.diff(graph.offsets)
-    left = np.repeat(np.arange(graph.n_unique), degree)
+    left = np.repeat(np.arange(graph.n_unique), np.diff(graph.offsets))
     pairs = code_row[np.stack([left, graph.neighbours], axis=1)]
-    pairs = pairs[pairs[:, 0] < pairs[:, 1]]
     shared = np.flatnonzero(graph.code_sizes()[graph.inverse] > 1)
-    members = np.stack([shared, code_row[graph.inverse[shared]]], axis=1)
+    return pairs[pairs[:, 0] < pairs[:, 1]], np.stack(
+        [shared, code_row[graph.inverse[shared]]], axis=1
+    )
+
+
+def _split_and_cluster(graph, features, lengths, limit, method, policy, n_shards, n_groups):
+    """Cluster as the distributed run does: components dealt to groups, each group alone."""
+    n = graph.inverse.size
+    pairs, members = _pairs_and_members(graph)
     labels = _label(pairs, n_shards)
     member_pieces = _shuffle([components.by_node(members, 1, n_shards)], n_shards)
     pair_pieces = _shuffle([components.by_node(pairs, 0, n_shards)], n_shards)
@@ -129,6 +135,51 @@ def test_groups_cluster_as_the_whole(seed, n, radius, n_shards, n_groups, method
     kept_for, similarity = _split_and_cluster(
         graph, features, lengths, limit, method, policy, n_shards, n_groups
     )
+    np.testing.assert_array_equal(kept_for, whole.kept_for)
+    np.testing.assert_array_equal(similarity, whole.similarity)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(1, 120),
+    radius=st.integers(0, 12),
+    chunks=st.integers(1, 3),
+    method=st.sampled_from(["star", "components"]),
+    policy=st.sampled_from(["first", "longest"]),
+)
+def test_one_whole_group_clusters_as_the_whole(seed, n, radius, chunks, method, policy):
+    docs = _corpus(seed, n)
+    batch = featurize(docs)
+    graph = near_duplicate_graph(cpu_fingerprint_batch(batch, bits=64, seed=0), max_distance=radius)
+    features = DocumentFeatures.from_batch(batch)
+    lengths = np.array([len(d) for d in docs], dtype=np.int64)
+    limit = Threshold("cosine", 0.8, radius, True)
+    whole = cluster_documents(
+        graph, features.take, limit, method=method, policy=policy, lengths=lengths
+    )
+    pairs, members = _pairs_and_members(graph)
+    documents, group_pairs, n_components = groups.whole_group(
+        np.array_split(pairs, chunks), np.array_split(members, chunks), np.zeros((0, 2), np.int64)
+    )
+    in_graph = (graph.code_sizes()[graph.inverse] > 1) | np.isin(np.arange(n), pairs)
+    assert documents[:, 0].tolist() == np.flatnonzero(in_graph).tolist()
+    codes = np.unique(graph.inverse[in_graph])
+    labels = cluster_labels(np.searchsorted(codes, graph.inverse[pairs]), codes.size)
+    assert n_components == np.unique(labels).size
+    kept_for, similarity = np.arange(n), np.ones(n)
+    if documents.size:
+        rows = documents[:, 0]
+        removed, kept, values, _ = groups.cluster_group(
+            documents,
+            group_pairs,
+            limit,
+            method,
+            policy,
+            False,
+            (features.take(rows), lengths[rows], None),
+        )
+        kept_for[removed], similarity[removed] = kept, values
     np.testing.assert_array_equal(kept_for, whole.kept_for)
     np.testing.assert_array_equal(similarity, whole.similarity)
 

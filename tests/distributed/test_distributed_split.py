@@ -150,16 +150,16 @@ def _run(corpus, out, monkeypatch, split_codes):
     """Dedup the partitions on 2 in-process workers; return the result and candidate pairs."""
     monkeypatch.setattr(tables, "SPLIT_CODES", split_codes)
     monkeypatch.setattr(tables, "_SHARE_SECONDS", 1e-12)  # tiny buckets in 8 shares
-    # what the clustering consumes (it lets the futures go once routed): (p, 2) int64 pairs of
+    # what the clustering consumes (it lets the futures go once used): (p, 2) int64 pairs of
     # code names, lower first
     found = []
-    shard_components = _Run._shard_components
+    cluster = _Run._cluster
 
-    def gathered_first(run, labels):
+    def gathered_first(run, stats):
         found.extend(run.client.gather(run.candidates))
-        return shard_components(run, labels)
+        return cluster(run, stats)
 
-    monkeypatch.setattr(_Run, "_shard_components", gathered_first)
+    monkeypatch.setattr(_Run, "_cluster", gathered_first)
     with distributed.Client(
         processes=False, n_workers=2, threads_per_worker=1, dashboard_address=":0"
     ) as client:
