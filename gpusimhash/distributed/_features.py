@@ -53,6 +53,7 @@ __all__ = [
     "featured_bytes",
     "featured_documents",
     "index_documents",
+    "index_members",
     "index_summary",
     "probe_share",
     "route_pairs",
@@ -76,6 +77,9 @@ class IndexedDocuments:
         Blocks of the index, dealt to the shares in turn.
     distinct_codes : int
         Distinct codes of the featured documents.
+    members : ndarray, shape (k, 2), dtype int64
+        ``(row, code)`` of every featured document whose code another one has (the code named
+        by its lowest row), what the clustering needs of the identical codes.
 
     Notes
     -----
@@ -87,6 +91,7 @@ class IndexedDocuments:
     code_rows: np.ndarray
     n_blocks: int
     distinct_codes: int
+    members: np.ndarray
 
     @property
     def shared_codes(self) -> bool:
@@ -132,12 +137,14 @@ def index_documents(
     # rows ascend, so a code's first document is its lowest
     first = np.full(unique.shape[0], rows.size, dtype=np.int64)
     np.minimum.at(first, inverse, np.arange(rows.size))
+    shared = np.flatnonzero(np.bincount(inverse, minlength=unique.shape[0])[inverse] > 1)
     index = feature_index(features.take(representative), limit.measure, limit.value)
     return IndexedDocuments(
         index=index,
         code_rows=rows[first[inverse[representative]]],
         n_blocks=n_blocks,
         distinct_codes=int(unique.shape[0]),
+        members=np.stack([rows[shared], rows[first[inverse[shared]]]], axis=1),
     )
 
 
@@ -206,6 +213,11 @@ def index_summary(indexed: IndexedDocuments) -> tuple[int, int, int, bool]:
         indexed.index.indexed,
         indexed.shared_codes,
     )
+
+
+def index_members(indexed: IndexedDocuments) -> np.ndarray:
+    """Return the documents sharing a code, ``(row, code)`` (`IndexedDocuments.members`; a task)."""
+    return indexed.members
 
 
 def check_index(indexed: IndexedDocuments, max_pairs: int | None) -> None:

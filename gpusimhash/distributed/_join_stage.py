@@ -1,14 +1,17 @@
 """The join stage of a distributed deduplication: identical codes collapsed, then the join.
 
-`JoinStage._join` shuffles (row, code) of every featured document by code to the collapse
-tasks, then chooses the join from a sample of the distinct codes by the single machine's cost
-model (`gpusimhash.distributed._join_plan`), warning first when it is far costlier than the
-single machine's. The pigeonhole tables (small radii) shuffle (row, code) of every distinct
-code by each table's block key to the table tasks (`gpusimhash.distributed._tables`), a
-crowded bucket joined apart, by share tasks (`JoinStage._split_crowded`); the tiled exhaustive
-join (large radii, few codes) shuffles them into pieces, one task per pair of pieces
-(`gpusimhash.distributed._tiles`). Both leave the same futures: the collapse tasks' members
-and every task's candidate pairs of distinct codes, each pair once.
+Where the single machine takes its candidates from the features, `JoinStage._join` runs the
+exact feature join (`gpusimhash.distributed._features`), whose index tasks collapse the
+identical codes themselves. Otherwise it shuffles (row, code) of every featured document by
+code to the collapse tasks, then chooses the join from a sample of the distinct codes by the
+single machine's cost model (`gpusimhash.distributed._join_plan`), warning first when it is far
+costlier than the single machine's. The pigeonhole tables (small radii) shuffle (row, code) of
+every distinct code by each table's block key to the table tasks
+(`gpusimhash.distributed._tables`), a crowded bucket joined apart, by share tasks
+(`JoinStage._split_crowded`); the tiled exhaustive join (large radii, few codes) shuffles them
+into pieces, one task per pair of pieces (`gpusimhash.distributed._tiles`). All leave the same
+futures: the documents sharing a code and every task's candidate pairs of distinct codes, each
+pair once.
 """
 
 from __future__ import annotations
@@ -51,19 +54,35 @@ class JoinStage(RunState):
     """Collapse identical codes and join them, by tables or tiles (a mixin of the run)."""
 
     def _join(self) -> dict[str, Any]:
-        """Collapse identical codes, choose the join and run it; keep the futures of the pairs.
+        """Join the documents; keep the futures of the pairs and of the documents sharing a code.
 
-        Every future of an intermediate result is dropped as soon as the tasks that use it are
-        submitted (its size first asked for), so that each worker lets it go once used.
+        The feature join collapses identical codes in its index tasks; the joins of the codes
+        collapse them first, by a shuffle. Every future of an intermediate result is dropped as
+        soon as the tasks that use it are submitted (its size first asked for), so that each
+        worker lets it go once used.
         """
-        client, bits = self.client, self.settings.bits
-        n_parts = len(self.paths)
+        client = self.client
         self.n_workers = max(1, len(client.scheduler_info().get("workers", {})))
         # tasks per shuffle: two per worker, more for a big corpus, never more than partitions
         wanted = max(2 * self.n_workers, -(-int(self.offsets[-1]) // TASK_DOCUMENTS))
-        n_tasks = max(1, min(n_parts, wanted))
-        self.n_tasks = n_tasks
-        n_words = -(-bits // 64)
+        self.n_tasks = max(1, min(len(self.paths), wanted))
+        if self.source == "features":
+            featureless = [
+                client.submit(partitions.featureless_rows, part, int(self.offsets[p]))
+                for p, part in enumerate(self.parts)
+            ]
+            stats = self._join_features() | {"collapse_bytes": 0}
+        else:
+            featureless, stats = self._join_codes()
+        self.featureless = np.concatenate([np.zeros(0, np.int64), *client.gather(featureless)])
+        return stats
+
+    def _join_codes(self) -> tuple[list[Any], dict[str, Any]]:
+        """Collapse identical codes by a shuffle, then join them by the tables or the tiles.
+
+        Returns the futures of each partition's featureless rows, and the join's statistics.
+        """
+        client, n_tasks = self.client, self.n_tasks
         split = [
             client.submit(
                 partitions.collapse_pieces,
@@ -83,7 +102,7 @@ class JoinStage(RunState):
                     client.submit(piece, s, 0, b, key=self.key("collapse-piece", p, b))
                     for p, s in enumerate(split)
                 ],
-                n_words,
+                -(-self.settings.bits // 64),
                 key=self.key("collapse", b),
             )
             for b in range(n_tasks)
@@ -91,23 +110,18 @@ class JoinStage(RunState):
         del split
         # what the clustering gathers besides the pairs, ready by the time they are
         self.members = [client.submit(_members, c) for c in collapsed]
-        if self.source == "features":
-            del collapsed  # the members hold what the clustering needs of them
-            stats = self._join_features()
+        chosen = self._plan_join(collapsed)
+        if chosen.method == "tiles":
+            stats = self._join_tiles(collapsed, chosen.pieces)
         else:
-            chosen = self._plan_join(collapsed)
-            if chosen.method == "tiles":
-                stats = self._join_tiles(collapsed, chosen.pieces)
-            else:
-                stats = self._join_tables(collapsed)
-            del collapsed
-            stats |= {
-                "distinct_codes": chosen.distinct_codes,
-                "join": chosen.summary(),
-                "feature_bytes": 0,
-            }
-        self.featureless = np.concatenate([np.zeros(0, np.int64), *client.gather(featureless)])
-        return {**stats, "collapse_bytes": sum(client.gather(collapse_bytes))}
+            stats = self._join_tables(collapsed)
+        del collapsed
+        return featureless, stats | {
+            "distinct_codes": chosen.distinct_codes,
+            "join": chosen.summary(),
+            "feature_bytes": 0,
+            "collapse_bytes": sum(client.gather(collapse_bytes)),
+        }
 
     def _join_features(self) -> dict[str, Any]:
         """Join on the features, as one machine: one index per worker, probed in shares.
@@ -161,6 +175,7 @@ class JoinStage(RunState):
             for s in range(shares)
         ]
         summary = client.submit(features.index_summary, replicas[0])
+        self.members = [client.submit(features.index_members, replicas[0])]
         del replicas
         distinct, documents, entries, shared = client.gather(summary)
         if shared:  # a pair of codes may come from two shares

@@ -236,11 +236,15 @@ def collapse_pieces(
     featureless : ndarray, dtype int64
         Global rows of the documents without features (never joined).
     """
-    has = part.features.sizes > 0
-    local = np.flatnonzero(has)
+    local = np.flatnonzero(part.features.sizes > 0)
     words = code_words(part.codes[local])
     pieces = split_by(destination(words, n_tasks), n_tasks, local + offset, words)
-    return pieces, np.flatnonzero(~has).astype(np.int64) + offset
+    return pieces, featureless_rows(part, offset)
+
+
+def featureless_rows(part: Part, offset: int) -> np.ndarray:
+    """Return the global rows of a partition's documents without features (never joined)."""
+    return np.flatnonzero(part.features.sizes == 0).astype(np.int64) + offset
 
 
 def take_codes(part: Part, rows: np.ndarray, offset: int) -> np.ndarray:

@@ -5,17 +5,21 @@ Stages (task keys ``gpusimhash-<stage>-<run>-...``), each a mixin of the run ove
 
 1. ``fingerprint``: each partition (one input file) is read, featurized and fingerprinted on
    a worker and stays there (`Part`); the driver learns only its number of documents.
-2. ``collapse``: (row, code) of every featured document, 24 bytes at 128 bits, shuffled by
-   code; identical codes collapse to one.
-3. ``table`` or ``tile``: the join the single machine's cost model prices cheapest, from a
-   sample of the distinct codes (`gpusimhash.distributed._join_plan`; a join estimated far
-   above the single machine's warns first, with the estimates). The tables (small radii): for
-   each of the ``r + 1`` pigeonhole tables, (row, code) of every distinct code, 24 bytes at
-   128 bits, shuffled by the table's key; each task joins its buckets and keeps the pairs of
-   distinct codes no earlier table found (`gpusimhash.distributed._tables`). A crowded bucket
-   (over `_tables.SPLIT_CODES` codes) is joined apart, by ``share`` tasks. The tiles (large
-   radii, where brute force wins): the distinct codes in ``k`` pieces, one task per pair of
-   pieces comparing every pair by FAISS's range search (`gpusimhash.distributed._tiles`).
+2. ``feature``, where the single machine takes its candidates from the features (the
+   defaults): every partition's featured documents go to an index task on each worker, which
+   collapses identical codes and indexes one document per code and feature set; each worker
+   probes its shares of the index on its own copy (`gpusimhash.distributed._features`).
+3. Otherwise, ``collapse``: (row, code) of every featured document, 24 bytes at 128 bits,
+   shuffled by code, identical codes collapsed to one; then ``table`` or ``tile``: the join the
+   single machine's cost model prices cheapest, from a sample of the distinct codes
+   (`gpusimhash.distributed._join_plan`; a join estimated far above the single machine's
+   warns first, with the estimates). The tables (small radii): for each of the ``r + 1``
+   pigeonhole tables, (row, code) of every distinct code, 24 bytes at 128 bits, shuffled by
+   the table's key; each task joins its buckets and keeps the pairs of distinct codes no
+   earlier table found (`gpusimhash.distributed._tables`). A crowded bucket (over
+   `_tables.SPLIT_CODES` codes) is joined apart, by ``share`` tasks. The tiles (large radii,
+   where brute force wins): the distinct codes in ``k`` pieces, one task per pair of pieces
+   comparing every pair by FAISS's range search (`gpusimhash.distributed._tiles`).
 4. ``cluster``: a candidate graph of at most `_cluster_stage.ONE_GROUP_WORK` pairs and
    documents sharing a code is gathered by one task (`gpusimhash.distributed._groups.whole_group`),
    each partition takes the features, lengths and scores of its documents in it, and one task
