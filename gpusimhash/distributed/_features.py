@@ -50,7 +50,6 @@ __all__ = [
     "blocks",
     "check_passing",
     "distinct_pairs",
-    "featured_bytes",
     "featured_documents",
     "index_documents",
     "index_members",
@@ -80,6 +79,9 @@ class IndexedDocuments:
     members : ndarray, shape (k, 2), dtype int64
         ``(row, code)`` of every featured document whose code another one has (the code named
         by its lowest row), what the clustering needs of the identical codes.
+    input_bytes : int
+        Bytes of the featured documents it was built from (rows, codes and features): what
+        each worker that builds it fetches, at most.
 
     Notes
     -----
@@ -92,6 +94,7 @@ class IndexedDocuments:
     n_blocks: int
     distinct_codes: int
     members: np.ndarray
+    input_bytes: int
 
     @property
     def shared_codes(self) -> bool:
@@ -145,6 +148,7 @@ def index_documents(
         n_blocks=n_blocks,
         distinct_codes=int(unique.shape[0]),
         members=np.stack([rows[shared], rows[first[inverse[shared]]]], axis=1),
+        input_bytes=sum(_featured_bytes(p) for p in parts),
     )
 
 
@@ -196,22 +200,24 @@ def probe_share(
     return _distinct(pairs), int(found.pairs.shape[0])
 
 
-def featured_bytes(featured: tuple[np.ndarray, np.ndarray, DocumentFeatures]) -> int:
+def _featured_bytes(featured: tuple[np.ndarray, np.ndarray, DocumentFeatures]) -> int:
     """Return the bytes of a partition's featured documents, rows, codes and features."""
     rows, words, features = featured
     return int(rows.nbytes + words.nbytes + features.nbytes)
 
 
-def index_summary(indexed: IndexedDocuments) -> tuple[int, int, int, bool]:
-    """Return the index's distinct codes, documents, entries and whether a code has two (a task).
+def index_summary(indexed: IndexedDocuments) -> tuple[int, int, int, bool, int]:
+    """Return what the driver reports of the index (a task).
 
-    The last: whether some code has two representatives (documents of other features).
+    Its distinct codes, documents, entries, whether some code has two representatives
+    (documents of other features), and the bytes it was built from.
     """
     return (
         indexed.distinct_codes,
         indexed.index.n_docs,
         indexed.index.indexed,
         indexed.shared_codes,
+        indexed.input_bytes,
     )
 
 

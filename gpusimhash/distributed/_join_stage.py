@@ -67,21 +67,11 @@ class JoinStage(RunState):
         wanted = max(2 * self.n_workers, -(-int(self.offsets[-1]) // TASK_DOCUMENTS))
         self.n_tasks = max(1, min(len(self.paths), wanted))
         if self.source == "features":
-            featureless = [
-                client.submit(partitions.featureless_rows, part, int(self.offsets[p]))
-                for p, part in enumerate(self.parts)
-            ]
-            stats = self._join_features() | {"collapse_bytes": 0}
-        else:
-            featureless, stats = self._join_codes()
-        self.featureless = np.concatenate([np.zeros(0, np.int64), *client.gather(featureless)])
-        return stats
+            return self._join_features() | {"collapse_bytes": 0}
+        return self._join_codes()
 
-    def _join_codes(self) -> tuple[list[Any], dict[str, Any]]:
-        """Collapse identical codes by a shuffle, then join them by the tables or the tiles.
-
-        Returns the futures of each partition's featureless rows, and the join's statistics.
-        """
+    def _join_codes(self) -> dict[str, Any]:
+        """Collapse identical codes by a shuffle, then join them by the tables or the tiles."""
         client, n_tasks = self.client, self.n_tasks
         split = [
             client.submit(
@@ -94,12 +84,11 @@ class JoinStage(RunState):
             for p, part in enumerate(self.parts)
         ]
         collapse_bytes = [client.submit(nbytes, s) for s in split]
-        featureless = [client.submit(piece, s, 1) for s in split]
         collapsed = [
             client.submit(
                 tables.collapse,
                 [
-                    client.submit(piece, s, 0, b, key=self.key("collapse-piece", p, b))
+                    client.submit(piece, s, b, key=self.key("collapse-piece", p, b))
                     for p, s in enumerate(split)
                 ],
                 -(-self.settings.bits // 64),
@@ -116,7 +105,7 @@ class JoinStage(RunState):
         else:
             stats = self._join_tables(collapsed)
         del collapsed
-        return featureless, stats | {
+        return stats | {
             "distinct_codes": chosen.distinct_codes,
             "join": chosen.summary(),
             "feature_bytes": 0,
@@ -143,7 +132,6 @@ class JoinStage(RunState):
             )
             for p, part in enumerate(self.parts)
         ]
-        sent = [client.submit(features.featured_bytes, f) for f in featured]
         shares = _SHARES_PER_WORKER * self.n_workers
         worker_threads = client.run(threads)
         workers = sorted(worker_threads) or [None]
@@ -177,7 +165,7 @@ class JoinStage(RunState):
         summary = client.submit(features.index_summary, replicas[0])
         self.members = [client.submit(features.index_members, replicas[0])]
         del replicas
-        distinct, documents, entries, shared = client.gather(summary)
+        distinct, documents, entries, shared, sent = client.gather(summary)
         if shared:  # a pair of codes may come from two shares
             routed = [client.submit(features.route_pairs, f, n_tasks) for f in found]
             self.candidates = [
@@ -198,7 +186,7 @@ class JoinStage(RunState):
             **_NO_TABLES,
             "tile_tasks": 0,
             "tile_bytes": 0,
-            "feature_bytes": sum(client.gather(sent)),
+            "feature_bytes": sent,
             "distinct_codes": distinct,
             "join": {
                 "method": "features",

@@ -107,11 +107,14 @@ class PartFile:
         Its size and time when it was read (checked again when it is written).
     n_docs : int
         Documents read from it.
+    featureless : ndarray, dtype int64
+        Rows in the file of its documents without features (never joined).
     """
 
     path: Path
     state: FileState
     n_docs: int
+    featureless: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -208,13 +211,12 @@ def fingerprint_part(path: Path, settings: FingerprintSettings, read: ReadOption
 
 
 def part_file(part: Part) -> PartFile:
-    """Return a partition's file, state and number of documents (what the driver gathers)."""
-    return PartFile(part.path, part.state, part.n_docs)
+    """Return a partition's file, state, documents and featureless ones (what the driver gathers)."""
+    featureless = np.flatnonzero(part.features.sizes == 0).astype(np.int64)
+    return PartFile(part.path, part.state, part.n_docs, featureless)
 
 
-def collapse_pieces(
-    part: Part, offset: int, n_tasks: int
-) -> tuple[list[tuple[np.ndarray, ...]], np.ndarray]:
+def collapse_pieces(part: Part, offset: int, n_tasks: int) -> list[tuple[np.ndarray, ...]]:
     """Split the featured documents of a partition by a hash of their code.
 
     Identical codes go to the same collapse task wherever they come from.
@@ -230,21 +232,13 @@ def collapse_pieces(
 
     Returns
     -------
-    pieces : list of (rows, words)
+    list of (rows, words)
         For each collapse task: global rows (int64) and codes as uint64 words of its
         documents.
-    featureless : ndarray, dtype int64
-        Global rows of the documents without features (never joined).
     """
     local = np.flatnonzero(part.features.sizes > 0)
     words = code_words(part.codes[local])
-    pieces = split_by(destination(words, n_tasks), n_tasks, local + offset, words)
-    return pieces, featureless_rows(part, offset)
-
-
-def featureless_rows(part: Part, offset: int) -> np.ndarray:
-    """Return the global rows of a partition's documents without features (never joined)."""
-    return np.flatnonzero(part.features.sizes == 0).astype(np.int64) + offset
+    return split_by(destination(words, n_tasks), n_tasks, local + offset, words)
 
 
 def take_codes(part: Part, rows: np.ndarray, offset: int) -> np.ndarray:

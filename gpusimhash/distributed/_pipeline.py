@@ -242,6 +242,10 @@ class _Run(JoinStage, ClusterStage, WriteStage):
         )
         sizes = [file.n_docs for file in self.files]
         self.offsets = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]).astype(np.int64)
+        self.featureless = np.concatenate(
+            [np.zeros(0, np.int64)]
+            + [file.featureless + self.offsets[p] for p, file in enumerate(self.files)]
+        )
         timings["fingerprint"] = time.perf_counter() - clock
         clock = time.perf_counter()
         stats = self._join()
