@@ -13,8 +13,11 @@ run, in the same one-core seconds:
   crowded for sub-blocks, every pair of the bucket;
 * ``"tiles"``: the exhaustive join in tiles (`gpusimhash.distributed._tiles`): the brute
   force's pairs, and each piece shipped to the tiles it is in;
+* ``"one"``: every distinct code shipped to one task, which runs the single machine's own
+  join on one core (MIH or brute force; at most `ONE_TASK_CODES` codes);
 
-each with its tasks' scheduler time, and runs the cheapest. Where a join on the features
+each with its tasks' scheduler time, and runs the one that ends first: the tables and the
+tiles spread their work over the workers, the one task does not. Where a join on the features
 (the exact candidates of a prefix filter) is priced, it is one more entry of `METHODS`.
 
 The estimate of the join chosen is compared with the single machine's own plan on one core
@@ -35,15 +38,20 @@ from gpusimhash.join import _mih as mih
 
 __all__ = [
     "METHODS",
+    "ONE_TASK_CODES",
     "SAMPLE_CODES",
     "JoinPlan",
     "JoinWorkWarning",
     "choose_join",
     "code_sample",
     "merge_samples",
+    "wall_seconds",
 ]
 
-METHODS = ("tables", "tiles")
+METHODS = ("tables", "tiles", "one")
+# distinct codes one task joins at most: 160 MB of rows and codes at 256 bits, a few hundred
+# MB with the MIH tables of the single machine's join
+ONE_TASK_CODES = 1 << 22
 SAMPLE_CODES = 1 << 14  # distinct codes the driver samples (512 KB at 256 bits)
 _SAMPLE_PAIRS = 1 << 17  # random pairs of them measured, as the single machine's planner
 # One-core seconds, calibrated on 2 local workers (`bench/bench_distributed.py`; only ratios
@@ -67,10 +75,10 @@ class JoinPlan:
 
     Attributes
     ----------
-    method : {"tables", "tiles"}
-        The join chosen: the cheapest estimate.
+    method : {"tables", "tiles", "one"}
+        The join chosen: the one estimated to end first (`choose_join`).
     estimates : dict of str to float
-        Estimated one-core seconds of every join of `METHODS`.
+        Estimated one-core seconds of every join of `METHODS` the cluster can run.
     single_machine : Plan
         The single machine's plan of the same join on one core
         (`gpusimhash.join._mih.plan_for_sample`).
@@ -122,7 +130,7 @@ class JoinPlan:
                 "method": self.single_machine.method,
                 "estimate_s": round(self.single_machine.seconds, 3),
             },
-            "pieces": self.pieces if self.method == "tiles" else 0,
+            "pieces": {"tiles": self.pieces, "one": 1}.get(self.method, 0),
         }
 
 
@@ -182,7 +190,10 @@ def merge_samples(
 def choose_join(
     sample: np.ndarray, n: int, bits: int, radius: int, workers: int, shuffle_tasks: int
 ) -> JoinPlan:
-    """Price every join the cluster can run on a sample of the codes; choose the cheapest.
+    """Price every join the cluster can run on a sample of the codes; choose the first to end.
+
+    The tables and the tiles spread their one-core seconds over the workers; the one task
+    (up to `ONE_TASK_CODES` codes) runs on one core.
 
     Parameters
     ----------
@@ -206,10 +217,12 @@ def choose_join(
     >>> import numpy as np
     >>> rng = np.random.default_rng(0)
     >>> sample = rng.integers(0, 2**63, (4096, 2), dtype=np.uint64)
-    >>> choose_join(sample, 10**6, 128, 3, 2, 4).method
+    >>> choose_join(sample, 10**8, 128, 3, 2, 4).method
     'tables'
     >>> choose_join(sample, 10**6, 128, 40, 2, 4).method
     'tiles'
+    >>> choose_join(sample, 10**6, 128, 3, 2, 4).method
+    'one'
     """
     single = mih.plan_for_sample(sample, n, bits, radius, workers=1)
     pieces = tiles.tile_count(n, workers)
@@ -220,8 +233,27 @@ def choose_join(
         "tables": _tables_seconds(xor, n, bits, radius, shuffle_tasks),
         "tiles": _tiles_seconds(n, sample.shape[1], pieces, shuffle_tasks),
     }
-    method = min(METHODS, key=lambda m: (estimates[m], m))
+    if n <= ONE_TASK_CODES:
+        estimates["one"] = _one_seconds(single, n, shuffle_tasks)
+    method = min(estimates, key=lambda m: (wall_seconds(m, estimates[m], workers), m))
     return JoinPlan(method, estimates, single, n, pieces)
+
+
+def wall_seconds(method: str, seconds: float, workers: int) -> float:
+    """Return the wall seconds of a join of ``seconds`` one-core seconds on ``workers``.
+
+    Examples
+    --------
+    >>> wall_seconds("tiles", 8.0, 4), wall_seconds("one", 8.0, 4)
+    (2.0, 8.0)
+    """
+    return seconds if method == "one" else seconds / max(1, workers)
+
+
+def _one_seconds(single: mih.Plan, n: int, shuffle_tasks: int) -> float:
+    """Estimate the one task: the single machine's join, shipping every code once, the tasks."""
+    tasks = 2 * shuffle_tasks + 2  # split, pieces, the gathering and the join
+    return single.seconds + n * _SHIP_CODE_SECONDS + tasks * _TASK_SECONDS
 
 
 def _tiles_seconds(n: int, n_words: int, pieces: int, shuffle_tasks: int) -> float:

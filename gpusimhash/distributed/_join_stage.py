@@ -29,6 +29,7 @@ from gpusimhash.distributed import _tables as tables
 from gpusimhash.distributed import _tiles as tiles
 from gpusimhash.distributed._join_plan import JoinPlan, choose_join
 from gpusimhash.distributed._run import RunState, nbytes, piece
+from gpusimhash.join import _mih as mih
 
 __all__ = ["JoinStage"]
 
@@ -100,10 +101,12 @@ class JoinStage(RunState):
         # what the clustering gathers besides the pairs, ready by the time they are
         self.members = [client.submit(_members, c) for c in collapsed]
         chosen = self._plan_join(collapsed)
-        if chosen.method == "tiles":
-            stats = self._join_tiles(collapsed, chosen.pieces)
-        else:
+        if chosen.method == "tables":
             stats = self._join_tables(collapsed)
+        elif chosen.method == "tiles":
+            stats = self._join_tiles(collapsed, chosen.pieces)
+        else:  # one task, one piece, joined as the single machine joins it
+            stats = self._join_tiles(collapsed, 1, chosen.single_machine)
         del collapsed
         return stats | {
             "distinct_codes": chosen.distinct_codes,
@@ -211,8 +214,13 @@ class JoinStage(RunState):
             warnings.warn(message, join_plan.JoinWorkWarning, stacklevel=5)
         return chosen
 
-    def _join_tiles(self, collapsed: list[Any], pieces: int) -> dict[str, Any]:
-        """Join every pair of pieces of the distinct codes (`gpusimhash.distributed._tiles`)."""
+    def _join_tiles(
+        self, collapsed: list[Any], pieces: int, alone: mih.Plan | None = None
+    ) -> dict[str, Any]:
+        """Join every pair of pieces of the distinct codes (`gpusimhash.distributed._tiles`).
+
+        ``alone``: how a piece is joined with itself (default brute force).
+        """
         client, bits, radius = self.client, self.settings.bits, self.limit.radius
         split = [
             client.submit(tiles.tile_pieces, c, pieces, key=self.key("tile-split", b))
@@ -239,6 +247,7 @@ class JoinStage(RunState):
                 None if i == j else gathered[j],
                 bits,
                 radius,
+                *([] if alone is None else [alone]),
                 key=self.key("tile", i, j),
             )
             for i in range(pieces)

@@ -30,6 +30,7 @@ _TILE_PAIRS = 1 << 31
 _MAX_PIECES = 512
 _QUERIES = 4096  # codes per FAISS range search: bounds the memory of its result lists
 _SALT = 0x7469  # pieces are not the collapse tasks' split of the codes
+_BRUTE = mih.Plan("brute", (), 0.0)
 
 
 def tile_count(n: int, workers: int) -> int:
@@ -97,7 +98,13 @@ def gather_piece(parts: list[tuple[np.ndarray, np.ndarray]], n_words: int) -> Co
     return Collapsed(rows, words, np.zeros((0, 2), np.int64))
 
 
-def join_tile(left: Collapsed, right: Collapsed | None, bits: int, radius: int) -> np.ndarray:
+def join_tile(
+    left: Collapsed,
+    right: Collapsed | None,
+    bits: int,
+    radius: int,
+    alone: mih.Plan = _BRUTE,
+) -> np.ndarray:
     """Every pair of codes within a radius, one from each piece (or within one piece: a task).
 
     Parameters
@@ -108,6 +115,9 @@ def join_tile(left: Collapsed, right: Collapsed | None, bits: int, radius: int) 
         Piece ``j > i``; None for the tile ``(i, i)``, whose pairs are each compared once.
     bits, radius : int
         Code length and Hamming radius.
+    alone : Plan
+        How the tile ``(i, i)`` is joined: brute force, or the single machine's plan where one
+        piece holds every code (the cluster's ``"one"`` join).
 
     Returns
     -------
@@ -123,8 +133,7 @@ def join_tile(left: Collapsed, right: Collapsed | None, bits: int, radius: int) 
     ([[1, 4]], [[2, 4], [1, 2]])
     """
     if right is None:
-        brute = mih.Plan("brute", (), 0.0)
-        found = list(mih.join_parts(left.words, bits, radius, chosen=brute))
+        found = list(mih.join_parts(left.words, bits, radius, chosen=alone))
         b_rows = left.rows
     else:
         found = list(_cross_pairs(left.words, right.words, bits, radius))

@@ -206,6 +206,7 @@ RUNS = [
     (3, 7, FAST, "tiles"),
     (3, 4, {**FAST, "keep": "longest"}, "tables"),
     (3, 1, FAST, "tables"),
+    (3, 4, FAST, "one"),
     (2, 4, FAST, "tables"),
     (2, 7, {**FAST, "cluster": "components", "keep": "score", "score_field": "score"}, "tables"),
     (2, 4, {**FAST, "verify": False}, "tables"),
@@ -214,7 +215,8 @@ RUNS = [
     (2, 4, {**FAST, "output_format": "parquet"}, "tables"),
     (2, 7, {"max_distance": 12}, "tables"),  # 256 bits, ids from the "id" field: not named
     (2, 4, {"min_cosine": 0.8}, "features"),  # the defaults: the feature join
-    (2, 4, {"min_cosine": 0.8, "candidates": "codes"}, "auto"),  # radius 68: the tiles
+    (2, 4, {"min_cosine": 0.8, "candidates": "codes"}, "auto"),  # radius 68, few codes: one
+    (2, 7, {**FAST, "min_jaccard": 0.6, "keep": "longest"}, "one"),
     (1, 7, {"min_jaccard": 0.6, "keep": "longest"}, "features"),
     (1, 4, FAST, "tables"),
     (1, 7, FAST, "tiles"),
@@ -234,13 +236,14 @@ def test_same_result_as_one_machine(
         assert len(client.scheduler_info()["workers"]) == n_workers
         result = dedup(layouts[n_parts], tmp_path, client=client, **options)
     spread = result.summary["distributed"]
-    assert spread["join"]["method"] == ("tiles" if join == "auto" else join)
+    assert spread["join"]["method"] == ("one" if join == "auto" else join)
     assert (spread["feature_shuffle_bytes"] > 0) == (join == "features")
     # the planner's runs cluster their small graphs in one task, the others by components
     assert (spread["label_rounds"] == 0) == (join in ("auto", "features"))
     assert (spread["cluster_groups"] == 1) == (join in ("auto", "features"))
     assert (spread["tables"] > 0) == (spread["join"]["method"] == "tables")
-    assert (spread["tile_tasks"] > 0) == (spread["join"]["method"] == "tiles")
+    assert (spread["tile_tasks"] > 0) == (spread["join"]["method"] in ("tiles", "one"))
+    assert (spread["tile_tasks"] == 1) == (spread["join"]["method"] == "one")
     single = _assert_same(root, tmp_path, options)
     np.testing.assert_array_equal(result.removed, np.flatnonzero(~single.kept))
     same = ("documents", "kept", "removed", "clusters", "largest_cluster", "candidate_code_pairs")
@@ -362,7 +365,7 @@ def test_outputs_of_the_tiles(corpus, cluster, tmp_path, force_join):
     # the 4 featureless documents' codes are never joined
     assert shuffle["tile_shuffle_bytes"] == 24 * (result.summary["results"]["distinct_codes"] - 4)
     estimates = shuffle["join"]["estimates_s"]
-    assert set(estimates) == {"tables", "tiles"}
+    assert set(estimates) == {"tables", "tiles", "one"}
     assert shuffle["join"]["single_machine"]["method"] in ("brute", "mih")
 
 

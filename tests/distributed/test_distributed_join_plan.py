@@ -134,22 +134,26 @@ def test_no_plan_is_far_above_brute_force(
     # the chosen join costs at most half as much again as one machine's brute force (its
     # scheduler time aside: about a second for the tasks of a small join)
     assert plan.seconds <= 1.5 * brute + 1.0
-    assert plan.seconds == min(plan.estimates.values())
+    # it ends first: the tables and tiles spread over the workers, the one task on one core
+    wall = {m: join_plan.wall_seconds(m, s, workers) for m, s in plan.estimates.items()}
+    assert wall[plan.method] == min(wall.values())
+    assert ("one" in plan.estimates) == (n <= join_plan.ONE_TASK_CODES)
     assert plan.single_machine.seconds <= brute + 1e-12
 
 
-def test_the_defaults_take_the_tiles_and_small_radii_the_tables():
+def test_few_codes_take_one_task_and_many_the_tiles_or_the_tables():
     sample = _real_sample(DEFAULT_BITS)
-    for n in (5000, 200_000, 10**6):
+    for n, method in ((1000, "one"), (200_000, "tiles"), (10**6, "tiles")):
         plan = join_plan.choose_join(sample, n, DEFAULT_BITS, DEFAULT_RADIUS, 2, 4)
-        assert plan.method == "tiles"
+        assert plan.method == method
         # 69 tables of 3 or 4 bits: every table compares about 1/16 of the pairs, or sorts
         # 69 sub-blocks of its codes; far above the brute force
         assert plan.estimates["tables"] > 4 * plan.estimates["tiles"]
         assert plan.warning() is None  # one machine runs the same brute force
     sample = _real_sample(128)
-    for n in (200_000, 10**6, 10**8):
-        assert join_plan.choose_join(sample, n, 128, 3, 2, 4).method == "tables"
+    # MIH on one core beats the tables' shuffles until a task would hold too many codes
+    for n, method in ((200_000, "one"), (join_plan.ONE_TASK_CODES, "one"), (10**8, "tables")):
+        assert join_plan.choose_join(sample, n, 128, 3, 2, 4).method == method
 
 
 def test_the_warning_names_the_join_and_both_estimates():
@@ -199,7 +203,7 @@ def _same_files(single, spread):
     [
         (1, {}, "features"),  # the defaults: the exact feature join, as one machine
         (2, {}, "features"),
-        (2, {"candidates": "codes"}, "tiles"),  # radius 68: the tiled exhaustive join
+        (2, {"candidates": "codes"}, "one"),  # radius 68 over few codes: one task's brute force
     ],
 )
 def test_the_defaults_give_the_single_machines_files(
@@ -210,7 +214,7 @@ def test_the_defaults_give_the_single_machines_files(
 
     single = dedup_file(default_corpus / "all.jsonl", tmp_path / "single", id_field="id", **options)
     assert single.summary["settings"]["bits"] == DEFAULT_BITS
-    assert single.summary["settings"]["candidates"] == method.replace("tiles", "codes")
+    assert single.summary["settings"]["candidates"] == method.replace("one", "codes")
     with distributed.Client(
         processes=False, n_workers=n_workers, threads_per_worker=1, dashboard_address=":0"
     ) as client:
