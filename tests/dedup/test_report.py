@@ -239,7 +239,9 @@ def test_hamming_histograms_bin_every_distance_as_hist_would(monkeypatch, tmp_pa
     distances = {"found": rng.integers(0, bits // 4, 300), "random": rng.integers(0, bits + 1, 500)}
     reach = bits // 4
     neighbourhood = rng.integers(0, reach + 1, 2000)
-    report_plots.plot_hamming(plt, tmp_path / "x.png", bits, reach - 2, distances, neighbourhood, reach)
+    report_plots.plot_hamming(
+        plt, tmp_path / "x.png", bits, reach - 2, distances, neighbourhood, reach
+    )
     whole, near = drawn[0].axes
     width = max(1, bits // 256)
     edges = np.arange(-0.5, bits + width + 0.5, width)
