@@ -27,10 +27,12 @@ with one machine on the corpus's first lines, at each of ``--sizes`` and each of
 (``defaults``: 256 bits, verified cosine 0.8, the single machine's candidates, the feature
 join; ``128r3``: 128 bits, radius 3, the codes' join): for each worker count (1, then 2; one
 core each), a process cluster is started and warmed up once, then for each size and setting
-`dedup_file` on one JSONL file (its compiled loops on every core) runs right before the
-distributed dedup of the same documents in ``--parts`` JSONL partitions. Records each run's wall
-time, stages, the load average and the cores other jobs used, the cluster's time against one
-machine's, and whether the kept documents and duplicates report are byte-identical:
+`dedup_file` on one JSONL file runs, its compiled loops and FAISS on every core and then on one
+core, right before the distributed dedup of the same documents in ``--parts`` JSONL partitions.
+Records each run's wall time, stages, the load average and the cores other jobs used, the
+cluster's time against one machine's on every core (what the cluster gave on this machine) and
+on one core (what each worker, of one core, added), and whether the kept documents and
+duplicates report are byte-identical:
 
     python bench/bench_distributed.py --corpus /work/shared/data/pypi_summaries.txt.gz \
         --sizes 50000 100000 200000
@@ -55,6 +57,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import load_lines, print_table, write_json
 
+from gpusimhash._cpu import _runtime
+from gpusimhash.cli.options import use_threads
 from gpusimhash.datasets.synth import CorpusSpec, generate
 from gpusimhash.dedup.pipeline import dedup_file
 from gpusimhash.distributed import _components as components
@@ -393,7 +397,8 @@ def compare_on_corpus(args: argparse.Namespace) -> None:
             "load": round(r["load_average_before"][0], 2),
             "others' cores": r["other_jobs_cores"],
             "seconds": r["seconds"],
-            "vs one machine": r.get("vs_one_machine", 1.0),
+            "vs one machine": r.get("vs_one_machine", "-"),
+            "vs one core": r.get("vs_one_core", "-"),
             "identical": r.get("identical_to_single", "-"),
         }
         for r in rows
@@ -417,24 +422,18 @@ def compare_on_corpus(args: argparse.Namespace) -> None:
 def _one_machine_then_cluster(
     client, n: int, size: int, name: str, folder: Path, data: Path
 ) -> list[dict]:
-    """Run one machine, then the cluster of ``n`` workers, on the same documents."""
+    """Run one machine on every core and on one core, then the cluster of ``n`` workers.
+
+    The workers have one core each: against one machine on one core, the ratio says what each
+    worker added; against one machine on every core, what the cluster gave on this machine.
+    """
     options = CORPUS_SETTINGS[name]
     out = data / f"out-real-{size}" / name
-    seconds, result, others, load = _timed(
-        functools.partial(dedup_file, folder / "all.jsonl", out / f"single-{n}", **options)
-    )
-    single = {
-        "docs": size,
-        "settings": name,
-        "run": f"one machine (before {n} worker{'s' if n > 1 else ''})",
-        "workers": 0,
-        "seconds": round(seconds, 2),
-        "timings_s": result.summary["timings_s"],
-        "results": result.summary["results"],
-        "candidates": result.summary["settings"]["candidates"],
-        "load_average_before": load,
-        "other_jobs_cores": others,
-    }
+    before = f"(before {n} worker{'s' if n > 1 else ''})"
+    single = _one_machine(folder, out / f"single-{n}", options, size, name, None)
+    single["run"] = f"one machine {before}"
+    one_core = _one_machine(folder, out / f"single-{n}-1", options, size, name, 1)
+    one_core["run"] = f"one machine, 1 core {before}"
     target = out / f"workers{n}"
     seconds, spread, others, load = _timed(
         functools.partial(dedup, folder / "parts", target, client=client, **options)
@@ -451,9 +450,36 @@ def _one_machine_then_cluster(
         "load_average_before": load,
         "other_jobs_cores": others,
         "vs_one_machine": round(single["seconds"] / seconds, 2),
+        "vs_one_core": round(one_core["seconds"] / seconds, 2),
         "identical_to_single": same_outputs(out / f"single-{n}", target),
     }
-    return [single, cluster]
+    return [single, one_core, cluster]
+
+
+def _one_machine(
+    folder: Path, out: Path, options: dict, size: int, name: str, threads: int | None
+) -> dict:
+    """Run `dedup_file` on the corpus's one file, its loops and FAISS on ``threads`` (or all)."""
+    cores = _runtime.threads()
+    use_threads(threads)
+    try:
+        seconds, result, others, load = _timed(
+            functools.partial(dedup_file, folder / "all.jsonl", out, **options)
+        )
+    finally:
+        use_threads(cores)
+    return {
+        "docs": size,
+        "settings": name,
+        "workers": 0,
+        "threads": threads or cores,
+        "seconds": round(seconds, 2),
+        "timings_s": result.summary["timings_s"],
+        "results": result.summary["results"],
+        "candidates": result.summary["settings"]["candidates"],
+        "load_average_before": load,
+        "other_jobs_cores": others,
+    }
 
 
 def main() -> None:
