@@ -114,6 +114,9 @@ SHOWN = {
     "join_plans_cpu.json": Results(
         "The feature join's two plans: the compiled index and the sparse product"
     ),
+    "jsonl_output_cpu.json": Results(
+        "dedup on JSONL: kept records written as their lines, against parsed and re-encoded"
+    ),
     "lshjoin_cpu.json": Results("The approximate join (recall=) against the exact join"),
     "search_cpu.json": Results(
         "Search index and joins against FAISS and simhash-pybind",

@@ -30,7 +30,7 @@ from gpusimhash.dedup.row_ids import RowIds
 from gpusimhash.io.lines import LineBatch
 from gpusimhash.io.parquet_schema import take_rows
 from gpusimhash.io.readers import DocumentBatch as Batch
-from gpusimhash.io.readers import InputError
+from gpusimhash.io.readers import InputError, JsonLineBatch
 from gpusimhash.io.records import annotated
 from gpusimhash.io.sources import Source
 from gpusimhash.io.writers import RecordWriter
@@ -71,10 +71,18 @@ def write_kept(
             rows_read += len(batch)
             if rows_read > len(kept):
                 break
-            clustered = np.flatnonzero(clusters.in_cluster[rows])
+            clustered = np.flatnonzero(clusters.in_cluster[rows]).tolist()
+            wanted = [k for k, row in enumerate(rows.tolist()) if row in wanted_rows]
+            if isinstance(batch, JsonLineBatch):  # JSONL: the kept records' lines as they were
+                ids.append(rows[clustered], [batch.document(k)[0] for k in clustered])
+                texts.update((int(rows[k]), batch.document(k)[1]) for k in wanted)
+                writer.write_lines([batch.lines[k] for k in np.flatnonzero(kept[rows]).tolist()])
+                bar.update(len(batch))
+                continue
             batch_ids = batch.ids
-            ids.append(rows[clustered], [batch_ids[k] for k in clustered.tolist()])
+            ids.append(rows[clustered], [batch_ids[k] for k in clustered])
             strings = batch.texts.to_strings() if isinstance(batch, LineBatch) else batch.texts
+            texts.update((int(rows[k]), strings[k]) for k in wanted)
             if isinstance(batch, LineBatch):  # plain text: records {"id": row, "text": line}
                 chosen = np.flatnonzero(kept[rows]).tolist()
                 writer.write_text_lines(rows[chosen].tolist(), [strings[k] for k in chosen])
@@ -87,9 +95,6 @@ def write_kept(
                 writer.write([batch.record(int(k)) for k in np.flatnonzero(kept[rows])])
             else:
                 writer.write(annotation.records(batch, ids))
-            for position, row in enumerate(rows.tolist()):
-                if row in wanted_rows:
-                    texts[row] = strings[position]
             bar.update(len(batch))
     if rows_read != len(kept):
         raise InputError(

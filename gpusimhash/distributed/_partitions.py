@@ -31,8 +31,10 @@ from gpusimhash.io.readers import (
     DocumentBatch,
     FileState,
     InputError,
+    JsonLineBatch,
     detect_format,
     read_batches,
+    read_json_lines,
 )
 from gpusimhash.io.records import annotated, record_value, truth_labels
 from gpusimhash.io.writers import RecordWriter
@@ -417,15 +419,30 @@ def write_part(
     table: dict[Any, int] = {}  # each truth label's number
     labels = []
     rows_read = 0
-    plain = (read.format or detect_format(part.path)) == "text"
+    format = read.format or detect_format(part.path)
+    plain = format == "text"
     source = str(part.path)
+    # JSONL written back as its kept records' lines, as one machine writes them
+    as_lines = format == output_format == "jsonl" and extras.annotations is None
+    batches = (
+        read_json_lines(
+            part.path,
+            text_field=read.text_field,
+            id_field=read.id_field,
+            batch_size=read.batch_size,
+        )
+        if as_lines
+        else read.batches(part.path, records=True)
+    )
     with RecordWriter(out_path, output_format) as writer:
-        for batch in read.batches(part.path, records=True):
+        for batch in batches:
             rows = batch.rows
             rows_read += len(batch)
             if rows_read > part.n_docs:
                 break
-            if extras.annotations is None:
+            if isinstance(batch, JsonLineBatch):
+                writer.write_lines([batch.lines[k] for k in np.flatnonzero(keep[rows]).tolist()])
+            elif extras.annotations is None:
                 writer.write(
                     [_record(batch, int(k), plain, offset) for k in np.flatnonzero(keep[rows])]
                 )
@@ -433,9 +450,10 @@ def write_part(
                 writer.write(extras.annotations.records(batch, plain, offset, source))
             ids.extend(_id(batch, int(k), read, offset) for k in np.flatnonzero(want[rows]))
             for k in np.flatnonzero(text_wanted[rows]).tolist():
-                texts[int(rows[k]) + offset] = batch.texts[k]
+                texts[int(rows[k]) + offset] = _text(batch, k)
             if extras.truth_field is not None:
-                labels.append(_truth_labels(batch, offset, extras.truth_field, table, source))
+                documents = batch.parsed() if isinstance(batch, JsonLineBatch) else batch
+                labels.append(_truth_labels(documents, offset, extras.truth_field, table, source))
         count = writer.count
     if rows_read != part.n_docs:
         raise InputError(
@@ -512,9 +530,16 @@ def truth_counts(*pieces: tuple[list[Any], np.ndarray, np.ndarray]) -> dict[str,
     return removal_counts(counts[:, 0], counts[:, 1])
 
 
-def _id(batch: DocumentBatch, k: int, read: ReadOptions, offset: int) -> Any:
+def _id(batch: DocumentBatch | JsonLineBatch, k: int, read: ReadOptions, offset: int) -> Any:
     """Return a document's id: its id field, or its global row."""
-    return batch.ids[k] if read.id_field is not None else int(batch.rows[k]) + offset
+    if read.id_field is None:
+        return int(batch.rows[k]) + offset
+    return batch.document(k)[0] if isinstance(batch, JsonLineBatch) else batch.ids[k]
+
+
+def _text(batch: DocumentBatch | JsonLineBatch, k: int) -> str:
+    """Return a document's text (a JSON line's parsed)."""
+    return batch.document(k)[1] if isinstance(batch, JsonLineBatch) else batch.texts[k]
 
 
 def _record(batch: DocumentBatch, k: int, plain: bool, offset: int) -> dict[str, Any]:

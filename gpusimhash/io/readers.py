@@ -1,7 +1,8 @@
 r"""Stream documents from JSONL, Parquet, CSV/TSV and plain-text files in batches.
 
 Every reader yields :class:`DocumentBatch` objects of at most ``batch_size`` documents, so a file
-of any size is read in bounded memory. A problem with the file is an :class:`InputError` whose
+of any size is read in bounded memory; :func:`read_json_lines` yields a JSONL file's records as
+their lines, parsed only on demand (:class:`JsonLineBatch`). A problem with the file is an :class:`InputError` whose
 message names the file, the line (or row) and the field, for example
 ``docs.jsonl, line 7: no field 'text' (fields: body, title)``.
 
@@ -314,6 +315,131 @@ def read_batches(
         yield from _batched(rows, batch_size, records)
 
 
+@dataclass(frozen=True)
+class JsonLineBatch:
+    """Consecutive records of a JSONL file as their lines: a `DocumentBatch` parsed on demand.
+
+    Writing records back as the lines they were read from (`RecordWriter.write_lines`) parses
+    none of them; a record is parsed only when its id or text is asked for (`document`).
+
+    Attributes
+    ----------
+    rows : ndarray, shape (n,), dtype int64
+        Row number of each record in the file, from 0 (blank lines are not rows).
+    lines : list of str
+        Each record's line, without its line ending (nor a byte order mark on line 1).
+    numbers : list of int
+        Each record's line number in the file, from 1 (for error messages).
+    path : Path
+        The file.
+    field : TextField
+        Where the text is.
+    id_field : str or None
+        The id field; None: ids are rows.
+    """
+
+    rows: np.ndarray
+    lines: list[str]
+    numbers: list[int]
+    path: Path
+    field: TextField
+    id_field: str | None
+
+    def __len__(self) -> int:
+        """Return the number of records."""
+        return len(self.lines)
+
+    def document(self, k: int) -> tuple[int | str, str]:
+        """Parse record ``k``: its id (its row without an id field) and its text.
+
+        Raises
+        ------
+        InputError
+            The record is not what `read_batches` reads (names the file and line).
+        """
+        doc_id, text, _ = self._parse(k)
+        return (int(self.rows[k]) if doc_id is None else doc_id), text
+
+    def parsed(self) -> DocumentBatch:
+        """Parse every record: the batch `read_batches` reads, with its records.
+
+        Raises
+        ------
+        InputError
+            A record that is not what `read_batches` reads (names the file and line).
+        """
+        parsed = [self._parse(k) for k in range(len(self))]
+        ids = [int(row) if p[0] is None else p[0] for row, p in zip(self.rows, parsed, strict=True)]
+        return DocumentBatch(self.rows, ids, [p[1] for p in parsed], [p[2] for p in parsed])
+
+    def _parse(self, k: int) -> tuple[int | str | None, str, dict[str, Any]]:
+        """Parse record ``k``: ``(id or None, text, record)``."""
+        return _parse_json_line(
+            self.lines[k], self.path, self.numbers[k], self.field, self.id_field
+        )
+
+
+def read_json_lines(
+    path: str | Path,
+    *,
+    text_field: str = "text",
+    id_field: str | None = None,
+    batch_size: int = 10_000,
+) -> Iterator[JsonLineBatch]:
+    """Stream a JSONL file's records as their lines, in batches; the same rows as `read_batches`.
+
+    Parameters
+    ----------
+    path : str or Path
+        The file (``.gz``: gzip).
+    text_field, id_field
+        As in `read_batches`: how `JsonLineBatch.document` reads a record.
+    batch_size : int
+        Most records per batch, >= 1.
+
+    Yields
+    ------
+    JsonLineBatch
+        Records in file order. A line is only decoded here: one that is not a valid record
+        raises when `JsonLineBatch.document` parses it.
+
+    Raises
+    ------
+    InputError
+        Bytes that are not UTF-8, an over-long line, unreadable or corrupt data (names the
+        file and line).
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "docs.jsonl")
+    >>> with open(path, "w") as f:
+    ...     print('{"text":"a cat", "n": 1.50}', "", '{"text": "a dog"}', sep=chr(10), file=f)
+    >>> (batch,) = read_json_lines(path)
+    >>> batch.lines, batch.numbers, batch.document(1)
+    (['{"text":"a cat", "n": 1.50}', '{"text": "a dog"}'], [1, 3], (1, 'a dog'))
+    """
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+    path = Path(path)
+    field = TextField.parse(text_field)
+    first, lines, numbers = 0, [], []
+    with _open_binary(path) as stream:
+        for number, raw in _raw_lines(stream, path):
+            content = _json_line(raw, path, number)
+            if content is None:
+                continue
+            lines.append(content)
+            numbers.append(number)
+            if len(lines) == batch_size:
+                rows = np.arange(first, first + len(lines), dtype=np.int64)
+                yield JsonLineBatch(rows, lines, numbers, path, field, id_field)
+                first, lines, numbers = first + len(lines), [], []
+    if lines:
+        rows = np.arange(first, first + len(lines), dtype=np.int64)
+        yield JsonLineBatch(rows, lines, numbers, path, field, id_field)
+
+
 def _open_binary(path: Path) -> IO[bytes]:
     """Open a file for reading bytes, decompressing ``.gz`` (a 0-byte ``.gz`` is refused).
 
@@ -442,10 +568,24 @@ def _jsonl_record(
     raw: bytes, path: Path, line: int, field: TextField, id_field: str | None
 ) -> tuple[int | str | None, str, dict[str, Any]] | None:
     """Parse one JSON line into ``(id or None, text, record)``; None for a blank line."""
+    content = _json_line(raw, path, line)
+    return None if content is None else _parse_json_line(content, path, line, field, id_field)
+
+
+def _json_line(raw: bytes, path: Path, line: int) -> str | None:
+    """Decode one JSONL line without its line ending (nor a byte order mark on line 1).
+
+    Returns None for a blank line (white space only), which is no record.
+    """
     content = _decode(raw, path, line).rstrip("\r\n")
     content = content.removeprefix("\ufeff") if line == 1 else content
-    if not content.strip():
-        return None
+    return content if content.strip() else None
+
+
+def _parse_json_line(
+    content: str, path: Path, line: int, field: TextField, id_field: str | None
+) -> tuple[int | str | None, str, dict[str, Any]]:
+    """Parse a JSONL record's line (`_json_line`) into ``(id or None, text, record)``."""
     try:
         record = json.loads(content)
     except json.JSONDecodeError as error:

@@ -15,8 +15,17 @@ from typing import cast
 
 from gpusimhash.io.lines import LineBatch, document_batches
 from gpusimhash.io.readers import DocumentBatch as Batch
-from gpusimhash.io.readers import FileState, detect_format, read_batches
+from gpusimhash.io.readers import (
+    FileState,
+    JsonLineBatch,
+    detect_format,
+    read_batches,
+    read_json_lines,
+)
 from gpusimhash.io.skipped import Skipped
+
+# what the readers yield: parsed documents, plain-text lines as UTF-8, or JSON lines
+AnyBatch = Batch | LineBatch | JsonLineBatch
 
 
 @dataclass(frozen=True)
@@ -80,19 +89,30 @@ class Source:
         batches = self._each(lambda path: self._read(path, records, self._later_skipped()))
         return cast(Iterator[Batch], batches)  # read_batches' batches, renumbered
 
-    def record_batches(self) -> Iterator[Batch | LineBatch]:
-        """Read the files to write their records back: plain text as UTF-8 lines, the rest whole.
+    def record_batches(self) -> Iterator[AnyBatch]:
+        """Read the files to write their records back: text and JSONL as lines, the rest whole.
 
         A plain-text file's record is ``{"id": row, "text": line}``: its `LineBatch` stands for
         its records (`gpusimhash.io.writers.RecordWriter.write_text_lines` writes them), with no
-        dict per line. With ``skip_invalid``, plain text is read as `batches` reads it.
+        dict per line. A JSONL file's records are the lines they were read from
+        (`JsonLineBatch`, written back by `RecordWriter.write_lines`), parsed only where an id
+        or a text is needed. With ``skip_invalid``, both are read as `batches` reads them.
         """
 
-        def read(path: Path) -> Iterator[Batch | LineBatch]:
-            plain = (self.reading.format or detect_format(path)) == "text"
-            if plain and not self.reading.skip_invalid:
+        def read(path: Path) -> Iterator[AnyBatch]:
+            format = self.reading.format or detect_format(path)
+            if self.reading.skip_invalid:
+                return self._read(path, True, self._later_skipped())
+            if format == "text":
                 return document_batches(path, format="text", batch_size=self.reading.batch_size)
-            return self._read(path, True, self._later_skipped())
+            if format == "jsonl":
+                return read_json_lines(
+                    path,
+                    text_field=self.reading.text_field,
+                    id_field=self.id_field,
+                    batch_size=self.reading.batch_size,
+                )
+            return self._read(path, True, None)
 
         return self._each(read)
 
@@ -118,7 +138,7 @@ class Source:
         Invalid records skipped (``skip_invalid``) are counted in ``self.skipped``.
         """
         self.skipped = Skipped() if self.reading.skip_invalid else None
-        return self._each(
+        batches = self._each(
             lambda path: (
                 self._read(path, True, self.skipped)
                 if records
@@ -132,6 +152,7 @@ class Source:
                 )
             )
         )
+        return cast(Iterator[Batch | LineBatch], batches)  # no JSON lines from these readers
 
     def where(self, row: int) -> str:
         """Name a row of the read in progress for messages: its file and number there (from 1).
@@ -151,9 +172,7 @@ class Source:
         )
         return f"{path}, document {row - first + 1:,}"
 
-    def _each(
-        self, read: Callable[[Path], Iterator[Batch | LineBatch]]
-    ) -> Iterator[Batch | LineBatch]:
+    def _each(self, read: Callable[[Path], Iterator[AnyBatch]]) -> Iterator[AnyBatch]:
         """Chain the files' batches, rows (and ids that are rows) numbered across files."""
         offset = 0
         self._begun.clear()
@@ -167,7 +186,7 @@ class Source:
             offset += rows
 
 
-def shifted(batch: Batch | LineBatch, offset: int, row_ids: bool, plain: bool) -> Batch | LineBatch:
+def shifted(batch: AnyBatch, offset: int, row_ids: bool, plain: bool) -> AnyBatch:
     """Renumber a batch's rows from ``offset`` on, and its ids when they are rows.
 
     A plain-text file's records (``{"id": row, "text": line}``) take the new rows as ids.
@@ -175,6 +194,8 @@ def shifted(batch: Batch | LineBatch, offset: int, row_ids: bool, plain: bool) -
     rows = batch.rows + offset
     if isinstance(batch, LineBatch):
         return LineBatch(rows, batch.texts)
+    if isinstance(batch, JsonLineBatch):  # its ids are parsed from the lines, or its rows
+        return dataclasses.replace(batch, rows=rows)
     if not (row_ids or plain):
         return dataclasses.replace(batch, rows=rows)
     ids = rows.tolist()

@@ -194,6 +194,37 @@ class RecordWriter:
         self._stream.write(lines.encode("utf-8"))
         self.count += len(rows)
 
+    def write_lines(self, lines: list[str]) -> None:
+        r"""Append records given as their JSON lines, written as they are (JSONL only).
+
+        What `gpusimhash.io.readers.read_json_lines` read comes back byte for byte: the same
+        fields in the same order, spelled the same way.
+
+        Parameters
+        ----------
+        lines : list of str
+            One JSON object each, without a line ending.
+
+        Raises
+        ------
+        ValueError
+            The file is not JSONL.
+
+        Examples
+        --------
+        >>> import tempfile, os
+        >>> path = os.path.join(tempfile.mkdtemp(), "out.jsonl")
+        >>> with RecordWriter(path) as writer:
+        ...     writer.write_lines(['{"text":"a cat","n":1.50}'])
+        >>> open(path).read().splitlines()
+        ['{"text":"a cat","n":1.50}']
+        """
+        if self.format != "jsonl":
+            raise ValueError(f"JSON lines are written to JSONL, not {self.format}")
+        if lines:
+            self._stream.write(("\n".join(lines) + "\n").encode("utf-8"))
+        self.count += len(lines)
+
     def _write_csv(self, records: list[dict[str, Any]]) -> None:
         """Append CSV rows; the fields in first-seen order are the header, widened as they come."""
         names = list(dict.fromkeys([*(self._columns or ()), *(k for r in records for k in r)]))

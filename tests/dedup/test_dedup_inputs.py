@@ -1,5 +1,6 @@
 """dedup over several files (shards) and ids from an ``id`` field."""
 
+import gzip
 import json
 
 import numpy as np
@@ -143,3 +144,24 @@ def test_plain_text_kept_records_are_the_lines_themselves(tmp_path):
     want = [{"id": row, "text": texts[row]} for row in range(5) if by_lines.kept[row]]
     assert [json.loads(line) for line in kept.decode().split("\n")[:-1]] == want
     assert by_lines.kept.tolist() == by_records.kept.tolist() == [True, False, True, True, False]
+
+
+def test_kept_jsonl_records_are_their_input_lines_as_they_were(tmp_path):
+    # a byte order mark, compact and escaped JSON, a blank line: kept lines come back unchanged
+    records = [{"id": f"k{k}", "text": text, "n": 1.5} for k, text in enumerate(TEXTS)]
+    lines = [json.dumps(r, separators=(",", ":")) for r in records]
+    lines[5] = '{"text":"a quiet street at dawn \\u00e9","id":"k5","n":1.50}'
+    path = tmp_path / "docs.jsonl.gz"
+    content = "\ufeff" + lines[0] + "\n\n" + "".join(line + "\r\n" for line in lines[1:])
+    path.write_bytes(gzip.compress(content.encode("utf-8")))
+    result = dedup_file(path, tmp_path / "out", max_distance=3, report=True)
+    kept = [line for line, keep in zip(lines, result.kept, strict=True) if keep]
+    assert (tmp_path / "out" / "kept.jsonl").read_text(encoding="utf-8").split("\n") == [*kept, ""]
+    assert result.kept.tolist() == [True, True, False, True, False, True, False]
+    assert [d["ids"] for d in duplicates(tmp_path / "out")] == [
+        ["k0", "k2"],
+        ["k1", "k4"],
+        ["k3", "k6"],
+    ]
+    # the report's examples take their texts from the parsed lines
+    assert f"| 0 (kept) | | | {TEXTS[0]} |" in (tmp_path / "out" / "report.md").read_text()

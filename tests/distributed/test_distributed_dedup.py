@@ -470,6 +470,34 @@ def test_annotate_writes_every_record_as_one_machine(corpus, cluster, tmp_path, 
     assert result.summary["results"]["removed"] == single.summary["results"]["removed"] > 50
 
 
+@pytest.mark.parametrize("options", [FAST, {**FAST, "truth_field": "topic"}])
+def test_jsonl_kept_records_are_their_input_lines_as_on_one_machine(cluster, tmp_path, options):
+    # compact, unescaped JSON with CRLF endings and blank lines: what is kept comes back as it was
+    lines = [json.dumps(r, ensure_ascii=False, separators=(",", ":")) for r in RECORDS]
+    content = "".join(
+        line + ("\r\n\r\n" if k % 97 == 0 else "\r\n") for k, line in enumerate(lines)
+    )
+    (tmp_path / "parts").mkdir()
+    (tmp_path / "all.jsonl").write_text(content, newline="")
+    cuts = [0, 400, 401, 900, len(lines)]
+    for p in range(4):
+        chunk = lines[cuts[p] : cuts[p + 1]]
+        (tmp_path / "parts" / f"part{p}.jsonl").write_text(
+            "".join(x + "\r\n" for x in chunk), newline=""
+        )
+    single = dedup_file(tmp_path / "all.jsonl", tmp_path / "single", **options)
+    with _two_workers(cluster) as client:
+        dedup(tmp_path / "parts", tmp_path / "spread", client=client, **options)
+    kept = (tmp_path / "single" / "kept.jsonl").read_bytes()
+    expected = [line for line, keep in zip(lines, single.kept, strict=True) if keep]
+    assert kept == ("\n".join(expected) + "\n").encode("utf-8")
+    assert 50 < len(lines) - len(expected) < len(lines)
+    parts = b"".join(p.read_bytes() for p in sorted((tmp_path / "spread" / "kept").iterdir()))
+    assert parts == kept
+    duplicates = (tmp_path / "spread" / "duplicates.jsonl").read_bytes()
+    assert duplicates == (tmp_path / "single" / "duplicates.jsonl").read_bytes()
+
+
 def test_truth_field_gives_the_single_machine_removal_scores(corpus, cluster, tmp_path):
     root, layouts = corpus
     options = {**FAST, "truth_field": "topic"}
