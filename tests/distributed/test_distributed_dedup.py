@@ -215,6 +215,7 @@ RUNS = [
     (2, 4, {**FAST, "output_format": "parquet"}, "tables"),
     (2, 7, {"max_distance": 12}, "tables"),  # 256 bits, ids from the "id" field: not named
     (2, 4, {"min_cosine": 0.8}, "features"),  # the defaults: the feature join
+    (2, 7, {"min_cosine": 0.8, "empty_as_duplicates": True}, "features"),
     (2, 4, {"min_cosine": 0.8, "candidates": "codes"}, "auto"),  # radius 68, few codes: one
     (2, 7, {**FAST, "min_jaccard": 0.6, "keep": "longest"}, "one"),
     (1, 7, {"min_jaccard": 0.6, "keep": "longest"}, "features"),

@@ -111,6 +111,21 @@ def _split_and_cluster(graph, features, lengths, limit, method, policy, n_shards
     return kept_for, similarity
 
 
+def _whole(seed, n, radius, method, policy):
+    """A corpus's graph, features, lengths and threshold, and the single machine's clustering."""
+    docs = _corpus(seed, n)
+    batch = featurize(docs)
+    codes = cpu_fingerprint_batch(batch, bits=64, seed=0)
+    graph = near_duplicate_graph(codes, max_distance=radius)
+    features = DocumentFeatures.from_batch(batch)
+    lengths = np.array([len(d) for d in docs], dtype=np.int64)
+    limit = Threshold("cosine", 0.8, radius, True)
+    whole = cluster_documents(
+        graph, features.take, limit, method=method, policy=policy, lengths=lengths
+    )
+    return graph, features, lengths, limit, whole
+
+
 @settings(max_examples=30, deadline=None)
 @given(
     seed=st.integers(0, 2**32 - 1),
@@ -122,16 +137,7 @@ def _split_and_cluster(graph, features, lengths, limit, method, policy, n_shards
     policy=st.sampled_from(["first", "longest"]),
 )
 def test_groups_cluster_as_the_whole(seed, n, radius, n_shards, n_groups, method, policy):
-    docs = _corpus(seed, n)
-    batch = featurize(docs)
-    codes = cpu_fingerprint_batch(batch, bits=64, seed=0)
-    graph = near_duplicate_graph(codes, max_distance=radius)
-    features = DocumentFeatures.from_batch(batch)
-    lengths = np.array([len(d) for d in docs], dtype=np.int64)
-    limit = Threshold("cosine", 0.8, radius, True)
-    whole = cluster_documents(
-        graph, features.take, limit, method=method, policy=policy, lengths=lengths
-    )
+    graph, features, lengths, limit, whole = _whole(seed, n, radius, method, policy)
     kept_for, similarity = _split_and_cluster(
         graph, features, lengths, limit, method, policy, n_shards, n_groups
     )
@@ -149,15 +155,7 @@ def test_groups_cluster_as_the_whole(seed, n, radius, n_shards, n_groups, method
     policy=st.sampled_from(["first", "longest"]),
 )
 def test_one_whole_group_clusters_as_the_whole(seed, n, radius, chunks, method, policy):
-    docs = _corpus(seed, n)
-    batch = featurize(docs)
-    graph = near_duplicate_graph(cpu_fingerprint_batch(batch, bits=64, seed=0), max_distance=radius)
-    features = DocumentFeatures.from_batch(batch)
-    lengths = np.array([len(d) for d in docs], dtype=np.int64)
-    limit = Threshold("cosine", 0.8, radius, True)
-    whole = cluster_documents(
-        graph, features.take, limit, method=method, policy=policy, lengths=lengths
-    )
+    graph, features, lengths, limit, whole = _whole(seed, n, radius, method, policy)
     pairs, members = _pairs_and_members(graph)
     documents, group_pairs, n_components = groups.whole_group(
         np.array_split(pairs, chunks), np.array_split(members, chunks), np.zeros((0, 2), np.int64)
@@ -182,6 +180,16 @@ def test_one_whole_group_clusters_as_the_whole(seed, n, radius, chunks, method, 
         kept_for[removed], similarity[removed] = kept, values
     np.testing.assert_array_equal(kept_for, whole.kept_for)
     np.testing.assert_array_equal(similarity, whole.similarity)
+
+
+def test_the_featureless_documents_are_a_component_of_the_whole_group():
+    featureless = np.array([[4, 4], [9, 4]])  # their code is named by the first of them
+    documents, pairs, components = groups.whole_group(
+        [np.array([[0, 2]])], [np.array([[0, 0], [5, 0]])], featureless
+    )
+    assert documents.tolist() == [[0, 0], [2, 2], [4, 4], [5, 0], [9, 4]]
+    assert pairs.tolist() == [[0, 2]]
+    assert components == 2
 
 
 @settings(max_examples=80, deadline=None)
