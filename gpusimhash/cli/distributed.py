@@ -52,7 +52,7 @@ def run_distributed(
     ------
     UsageError
         An option the distributed dedup does not support (``--recall``, ``--against``,
-        ``--pairs``).
+        ``--pairs``, ``--skip-invalid``).
     UserError
         No input, or a scheduler that cannot be reached.
     """
@@ -66,6 +66,7 @@ def run_distributed(
         ("--recall", args.recall),
         ("--against", args.against),
         ("--pairs", args.pairs or None),
+        ("--skip-invalid", args.skip_invalid or None),
     )
     for flag, value in unsupported:
         if value is not None:

@@ -82,7 +82,7 @@ class ClusterStage(RunState):
         stats |= {
             "candidate_code_pairs": n_pairs,
             "components": n_components,
-            "cluster_groups": min(1, n_components),
+            "cluster_groups": min(1, n_components),  # none for an empty graph, as by components
             "label_rounds": 0,
             "label_bytes": 0,
         }
@@ -127,7 +127,7 @@ class ClusterStage(RunState):
         n_groups = max(1, min(_GROUPS_PER_WORKER * self.n_workers, n_components))
         stats["candidate_code_pairs"] = int(totals[:, 2].sum())
         stats["components"] = n_components
-        stats["cluster_groups"] = n_groups
+        stats["cluster_groups"] = n_groups if n_components else 0
         if not n_components:
             return []
         threshold = (totals[:, 0].sum() + len(featureless)) / (n_groups * groups.HEAVY_PER_GROUP)

@@ -52,7 +52,7 @@ _NO_TABLES = {
 
 
 class JoinStage(RunState):
-    """Collapse identical codes and join them, by tables or tiles (a mixin of the run)."""
+    """Join on the features, or on the codes by tables, tiles or one task (a mixin of the run)."""
 
     def _join(self) -> dict[str, Any]:
         """Join the documents; keep the futures of the pairs and of the documents sharing a code.
@@ -247,7 +247,7 @@ class JoinStage(RunState):
                 None if i == j else gathered[j],
                 bits,
                 radius,
-                *([] if alone is None else [alone]),
+                alone,
                 key=self.key("tile", i, j),
             )
             for i in range(pieces)

@@ -68,7 +68,8 @@ from gpusimhash.text import TextFeaturizer
 
 __all__ = ["DistributedResult", "dedup"]
 
-_UNSUPPORTED = {"recall": None}  # the join is exact
+# the join is exact; a partition with an invalid record stops the run
+_UNSUPPORTED = {"recall": None, "skip_invalid": False}
 
 
 @dataclass
@@ -130,7 +131,8 @@ def dedup(
         How to fingerprint (a tf-idf featurizer must be fitted beforehand).
     **options
         The fields of `gpusimhash.dedup.pipeline.DedupOptions`, except ``recall`` (the join
-        is exact), ``against`` and ``pairs``. ``truth_field`` adds the single machine's
+        is exact), ``skip_invalid`` (an invalid record stops the run), ``against`` and
+        ``pairs``. ``truth_field`` adds the single machine's
         removal scores (not its pair scores); ``report`` needs verification.
 
     Returns

@@ -103,7 +103,7 @@ def join_tile(
     right: Collapsed | None,
     bits: int,
     radius: int,
-    alone: mih.Plan = _BRUTE,
+    alone: mih.Plan | None = None,
 ) -> np.ndarray:
     """Every pair of codes within a radius, one from each piece (or within one piece: a task).
 
@@ -115,9 +115,9 @@ def join_tile(
         Piece ``j > i``; None for the tile ``(i, i)``, whose pairs are each compared once.
     bits, radius : int
         Code length and Hamming radius.
-    alone : Plan
-        How the tile ``(i, i)`` is joined: brute force, or the single machine's plan where one
-        piece holds every code (the cluster's ``"one"`` join).
+    alone : Plan, optional
+        How the tile ``(i, i)`` is joined: the single machine's plan where one piece holds
+        every code (the cluster's ``"one"`` join); default brute force.
 
     Returns
     -------
@@ -133,7 +133,8 @@ def join_tile(
     ([[1, 4]], [[2, 4], [1, 2]])
     """
     if right is None:
-        found = list(mih.join_parts(left.words, bits, radius, chosen=alone))
+        chosen = _BRUTE if alone is None else alone
+        found = list(mih.join_parts(left.words, bits, radius, chosen=chosen))
         b_rows = left.rows
     else:
         found = list(_cross_pairs(left.words, right.words, bits, radius))

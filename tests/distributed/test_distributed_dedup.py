@@ -323,6 +323,8 @@ def test_unsupported_options_and_no_client(tmp_path):
     _write(RECORDS[:5], tmp_path / "a.jsonl")
     with pytest.raises(ValueError, match="does not support recall"):
         dedup(tmp_path, tmp_path / "out", recall=0.9)
+    with pytest.raises(ValueError, match="does not support skip_invalid=True"):
+        dedup(tmp_path, tmp_path / "out", skip_invalid=True)
     with pytest.raises(ValueError, match="standard input"):
         dedup("-", tmp_path / "out")
     with pytest.raises(ValueError, match="no Dask client"):
@@ -414,6 +416,12 @@ def test_command_line_on_a_scheduler_and_on_local_workers(corpus, cluster, tmp_p
     capsys.readouterr()
     assert main(["dedup", "--workers", "2", "--out", str(tmp_path / "x")]) == 2
     assert "need an INPUT" in capsys.readouterr().err
+    assert (
+        main(["dedup", glob, "--workers", "2", "--skip-invalid", "--out", str(tmp_path / "y")]) == 2
+    )
+    assert (
+        "--skip-invalid is not supported with --scheduler or --workers" in capsys.readouterr().err
+    )
 
 
 # ---------------------------------------------------------------- annotate, truth_field, report
