@@ -2,8 +2,8 @@ r"""Stream documents from JSONL, Parquet, CSV/TSV and plain-text files in batche
 
 Every reader yields :class:`DocumentBatch` objects of at most ``batch_size`` documents, so a file
 of any size is read in bounded memory; :func:`read_json_lines` yields a JSONL file's records as
-their lines, parsed only on demand (:class:`JsonLineBatch`). A problem with the file is an :class:`InputError` whose
-message names the file, the line (or row) and the field, for example
+their lines, parsed only on demand (:class:`JsonLineBatch`). A problem with the file is an
+:class:`InputError` whose message names the file, the line (or row) and the field, for example
 ``docs.jsonl, line 7: no field 'text' (fields: body, title)``.
 
 Formats (``format=``, else from the file name, ``.gz`` allowed for the text formats):
