@@ -34,6 +34,7 @@ import numpy as np
 from gpusimhash.distributed import _tables as tables
 from gpusimhash.distributed import _tiles as tiles
 from gpusimhash.distributed._routing import mix_words
+from gpusimhash.join import _budget as budget
 from gpusimhash.join import _mih as mih
 
 __all__ = [
@@ -45,6 +46,7 @@ __all__ = [
     "choose_join",
     "code_sample",
     "merge_samples",
+    "sample_hits",
     "wall_seconds",
 ]
 
@@ -156,6 +158,26 @@ def code_sample(collapsed: tables.Collapsed, size: int) -> tuple[int, np.ndarray
     hashes = mix_words(collapsed.words, salt=1)
     lowest = np.argsort(hashes, kind="stable")[:size]
     return int(collapsed.rows.size), hashes[lowest], collapsed.words[lowest]
+
+
+def sample_hits(collapsed: tables.Collapsed, queries: np.ndarray, bits: int, radius: int) -> int:
+    """Count a collapse task's codes within the radius of each sampled code (a task).
+
+    The guard rail's estimate (`gpusimhash.join._budget.range_hits`), split by collapse task:
+    summed over the tasks, the hits of the sampled codes among every distinct code.
+
+    Parameters
+    ----------
+    collapsed : Collapsed
+        The task's distinct codes.
+    queries : ndarray, shape (s, w), dtype uint64
+        The sampled codes, as words.
+    bits, radius : int
+        Code length and Hamming radius.
+    """
+    width = bits // 8
+    codes = np.ascontiguousarray(collapsed.words).view(np.uint8)[:, :width]
+    return budget.range_hits(codes, np.ascontiguousarray(queries).view(np.uint8)[:, :width], radius)
 
 
 def merge_samples(

@@ -29,6 +29,7 @@ from gpusimhash.distributed import _tables as tables
 from gpusimhash.distributed import _tiles as tiles
 from gpusimhash.distributed._join_plan import JoinPlan, choose_join
 from gpusimhash.distributed._run import RunState, nbytes, piece
+from gpusimhash.join import _budget as budget
 from gpusimhash.join import _mih as mih
 
 __all__ = ["JoinStage"]
@@ -100,7 +101,7 @@ class JoinStage(RunState):
         del split
         # what the clustering gathers besides the pairs, ready by the time they are
         self.members = [client.submit(_members, c) for c in collapsed]
-        chosen = self._plan_join(collapsed)
+        chosen, estimate = self._plan_join(collapsed)
         if chosen.method == "tables":
             stats = self._join_tables(collapsed)
         elif chosen.method == "tiles":
@@ -110,7 +111,7 @@ class JoinStage(RunState):
         del collapsed
         return stats | {
             "distinct_codes": chosen.distinct_codes,
-            "join": chosen.summary(),
+            "join": chosen.summary() | {"estimated_candidate_pairs": round(estimate)},
             "feature_bytes": 0,
             "collapse_bytes": sum(client.gather(collapse_bytes)),
         }
@@ -201,18 +202,31 @@ class JoinStage(RunState):
             },
         }
 
-    def _plan_join(self, collapsed: list[Any]) -> JoinPlan:
-        """Choose the join from a sample of the distinct codes; warn before a costly one."""
-        client, bits = self.client, self.settings.bits
+    def _plan_join(self, collapsed: list[Any]) -> tuple[JoinPlan, float]:
+        """Choose the join from a sample of the distinct codes; refuse or warn before a costly one.
+
+        The candidate pairs are estimated as one machine's guard rail estimates them
+        (`gpusimhash.join._budget.check_budget`: the first `DEFAULT_SAMPLE_SIZE` sampled codes
+        range-searched against every distinct code, on the collapse tasks), and refused over
+        the budget without ``force``. Returns the plan and the estimate.
+        """
+        client, bits, radius = self.client, self.settings.bits, self.limit.radius
         samples = client.gather(
             [client.submit(join_plan.code_sample, c, join_plan.SAMPLE_CODES) for c in collapsed]
         )
         n, sample = join_plan.merge_samples(samples, join_plan.SAMPLE_CODES, -(-bits // 64))
-        chosen = choose_join(sample, n, bits, self.limit.radius, self.n_workers, self.n_tasks)
+        queries = sample[: budget.DEFAULT_SAMPLE_SIZE]
+        hits = client.gather(
+            [client.submit(join_plan.sample_hits, c, queries, bits, radius) for c in collapsed]
+        )
+        estimate = budget.scaled_pairs(sum(hits), queries.shape[0], n) if n > 1 else 0.0
+        if not self.options.force:
+            budget.refuse_over_budget(estimate, radius, bits, self.options.max_candidate_pairs)
+        chosen = choose_join(sample, n, bits, radius, self.n_workers, self.n_tasks)
         message = chosen.warning()
         if message is not None:
             warnings.warn(message, join_plan.JoinWorkWarning, stacklevel=5)
-        return chosen
+        return chosen, estimate
 
     def _join_tiles(
         self, collapsed: list[Any], pieces: int, alone: mih.Plan | None = None

@@ -116,21 +116,77 @@ def estimate_pair_count(
     sample_size = _validate._integer(sample_size, "sample_size")
     if sample_size < 2:
         raise ValueError(f"sample_size must be >= 2, got {sample_size}")
-    n, bits = codes.shape[0], codes.shape[1] * 8
+    n = codes.shape[0]
     if n < 2:
         return 0.0
     queries = codes
     if n > sample_size:
         rng = np.random.default_rng(seed)
         queries = codes[np.sort(rng.choice(n, size=sample_size, replace=False))]
+    return scaled_pairs(range_hits(codes, queries, radius), queries.shape[0], n)
+
+
+def range_hits(codes: np.ndarray, queries: np.ndarray, radius: int) -> int:
+    """Count the (query, code) pairs within the radius, a query finding itself included.
+
+    Parameters
+    ----------
+    codes, queries : ndarray, shape (n, bits // 8) and (s, bits // 8), dtype uint8
+        Packed fingerprints, searched exhaustively (FAISS) for each query.
+    radius : int
+        Hamming radius, ``>= 0``.
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> codes = np.array([[0], [1], [3], [255]], dtype=np.uint8)
+    >>> range_hits(codes, codes, 1)  # 0 finds 0 and 1; 1: 0, 1, 3; 3: 1, 3; 255: itself
+    8
+    """
+    if not codes.shape[0] or not queries.shape[0]:
+        return 0
+    bits = codes.shape[1] * 8
     index = faiss.IndexBinaryFlat(bits)
     index.add(np.ascontiguousarray(codes))
-    links = 0
+    hits = 0
     for lo in range(0, queries.shape[0], _QUERIES):
-        # strict bound: distances below radius + 1; each query also finds itself
-        lims, _, _ = index.range_search(queries[lo : lo + _QUERIES], min(radius, bits) + 1)
-        links += int(lims[-1]) - min(_QUERIES, queries.shape[0] - lo)
-    return n / queries.shape[0] * links / 2
+        # strict bound: distances below radius + 1
+        lims, _, _ = index.range_search(
+            np.ascontiguousarray(queries[lo : lo + _QUERIES]), min(radius, bits) + 1
+        )
+        hits += int(lims[-1])
+    return hits
+
+
+def scaled_pairs(hits: int, n_queries: int, n: int) -> float:
+    """Estimate the pairs within the radius from sampled queries' `range_hits` among ``n`` codes.
+
+    Each query's degree is its hits less itself; the estimate is ``n / s * sum(d_i) / 2``.
+
+    Examples
+    --------
+    >>> scaled_pairs(8, 4, 4)  # every code a query: the pairs exactly, (0, 1) and (1, 3)
+    2.0
+    """
+    return n / n_queries * (hits - n_queries) / 2 if n_queries else 0.0
+
+
+def refuse_over_budget(estimate: float, radius: int, bits: int, budget: int) -> None:
+    """Raise the guard rail's one-line ValueError where the estimate is over the budget."""
+    if estimate > budget:
+        raise ValueError(
+            f"{_pairs_at(estimate, radius, bits)}, over the budget of {budget:,}: raise the "
+            "threshold, lower the candidate recall or pass --force (force=True)"
+        )
+
+
+def _pairs_at(estimate: float, radius: int, bits: int) -> str:
+    """Describe an estimate: ``about N candidate pairs at Hamming radius r of b bits``."""
+    return f"about {estimate:,.0f} candidate pairs at Hamming radius {radius} of {bits} bits"
 
 
 def check_budget(
@@ -181,12 +237,9 @@ def check_budget(
     """
     distinct = distinct_codes(codes)
     estimate = estimate_pair_count(distinct, radius, seed=seed)
-    where = f"about {estimate:,.0f} candidate pairs at Hamming radius {radius} of {codes.shape[1] * 8} bits"
-    if estimate > budget and not force:
-        raise ValueError(
-            f"{where}, over the budget of {budget:,}: raise the threshold, "
-            "lower the candidate recall or pass --force (force=True)"
-        )
+    bits = codes.shape[1] * 8
+    if not force:
+        refuse_over_budget(estimate, radius, bits, budget)
     # the adjacency: 8 bytes per pair, 16 per distinct code (row start, degree while built)
-    check_memory(8 * estimate + 16 * distinct.shape[0], f"{where} need")
+    check_memory(8 * estimate + 16 * distinct.shape[0], f"{_pairs_at(estimate, radius, bits)} need")
     return estimate

@@ -312,6 +312,22 @@ def test_defaults_are_the_single_machine_ones():
         assert ours[name].default == theirs[name].default, name
 
 
+def test_a_join_over_the_pair_budget_is_refused_as_on_one_machine(corpus, cluster, tmp_path):
+    root, layouts = corpus
+    options = {**FAST, "max_distance": 24, "max_candidate_pairs": 1000}
+    # under 2,048 distinct codes both count every code's neighbours: the same estimate
+    with pytest.raises(ValueError, match="candidate pairs at Hamming radius 24") as single:
+        dedup_file(root / "all.jsonl", tmp_path / "single", **options)
+    with _two_workers(cluster) as client:
+        with pytest.raises(ValueError, match="over the budget of 1,000") as spread:
+            dedup(layouts[4], tmp_path / "spread", client=client, **options)
+        assert str(spread.value) == str(single.value)
+        result = dedup(layouts[4], tmp_path / "forced", client=client, force=True, **options)
+    estimate = result.summary["distributed"]["join"]["estimated_candidate_pairs"]
+    assert f"about {estimate:,} candidate pairs" in str(single.value)
+    _assert_same(root, tmp_path / "forced", {**options, "force": True})
+
+
 def test_unsupported_options_and_no_client(tmp_path):
     _write(RECORDS[:5], tmp_path / "a.jsonl")
     with pytest.raises(ValueError, match="does not support recall"):
