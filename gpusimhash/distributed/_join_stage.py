@@ -216,13 +216,13 @@ class JoinStage(RunState):
         )
         n, sample = join_plan.merge_samples(samples, join_plan.SAMPLE_CODES, -(-bits // 64))
         queries = sample[: budget.DEFAULT_SAMPLE_SIZE]
-        hits = client.gather(
-            [client.submit(join_plan.sample_hits, c, queries, bits, radius) for c in collapsed]
-        )
-        estimate = budget.scaled_pairs(sum(hits), queries.shape[0], n) if n > 1 else 0.0
+        hits = [client.submit(join_plan.sample_hits, c, queries, bits, radius) for c in collapsed]
+        # the workers count while the driver plans
+        chosen = choose_join(sample, n, bits, radius, self.n_workers, self.n_tasks)
+        found = sum(client.gather(hits))
+        estimate = budget.scaled_pairs(found, queries.shape[0], n) if n > 1 else 0.0
         if not self.options.force:
             budget.refuse_over_budget(estimate, radius, bits, self.options.max_candidate_pairs)
-        chosen = choose_join(sample, n, bits, radius, self.n_workers, self.n_tasks)
         message = chosen.warning()
         if message is not None:
             warnings.warn(message, join_plan.JoinWorkWarning, stacklevel=5)
