@@ -2,9 +2,12 @@
 
 import time
 
+import sys
+
 import numba
 
 from gpusimhash import _compile_time
+from gpusimhash._cpu import _runtime
 
 
 def test_a_fresh_compilation_is_counted_once_and_a_compiled_call_not_at_all():
@@ -26,9 +29,12 @@ def test_a_fresh_compilation_is_counted_once_and_a_compiled_call_not_at_all():
     again = _compile_time.seconds()
     assert outer(4) == 10  # compiled already
     assert _compile_time.seconds() == again
-    clock = _compile_time._CLOCK
-    assert clock is not None
-    assert clock._local.depth == 0
+    assert _runtime._CLOCK._local.depth == 0
+
+
+def test_nothing_has_compiled_before_the_numba_loops_are_imported(monkeypatch):
+    monkeypatch.delitem(sys.modules, "gpusimhash._cpu._runtime")
+    assert _compile_time.seconds() == 0.0
 
 
 def test_dedup_throughput_counts_compile_time_and_says_so(monkeypatch):

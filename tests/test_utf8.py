@@ -116,7 +116,7 @@ def test_tokenizing_in_threads_gives_the_same_features(monkeypatch, featurizer):
     texts = TEXTS * 5
     expected = featurizer.transform(texts)
     monkeypatch.setattr(_utf8_loops, "PART_BYTES", 7)
-    monkeypatch.setattr(_utf8_loops.numba, "get_num_threads", lambda: 4)
+    monkeypatch.setattr(_utf8_loops, "threads", lambda: 4)
     got = featurizer.transform(Utf8Texts.from_strings(texts))
     np.testing.assert_array_equal(got.states, expected.states)
     np.testing.assert_array_equal(got.offsets, expected.offsets)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import numpy as np
 
 from gpusimhash._cpu._loops import accumulate_codes, accumulate_unit_codes
-from gpusimhash._cpu._runtime import parallel_call
 from gpusimhash.features import FeatureBatch
 from gpusimhash.fixedpoint import quantize
 from gpusimhash.hashing import seed_states
@@ -37,7 +36,7 @@ def fingerprint_batch(batch: FeatureBatch, *, bits: int, seed: int) -> np.ndarra
     hashes = seed_states(batch.states, seed)
     if batch.weights is None:  # unit weights: bit-sliced counters, the same bits
         offsets = np.ascontiguousarray(batch.offsets)
-        return parallel_call(accumulate_unit_codes, hashes, offsets, bits, items=hashes.size)
+        return accumulate_unit_codes(hashes, offsets, bits)
     weights = quantize(batch.entry_weights(), batch.offsets)
     offsets = np.ascontiguousarray(batch.offsets)
-    return parallel_call(accumulate_codes, hashes, offsets, weights, bits, items=hashes.size)
+    return accumulate_codes(hashes, offsets, weights, bits)

@@ -15,7 +15,8 @@ at bit ``lo``; its key is those bits as an integer.
 * ``link_block``: the same probes in components mode: pairs are linked in a union-find forest
   instead of emitted, and codes already linked are skipped.
 * ``brute_link``: links all pairs of a row range with every later row (components mode).
-* ``merge_forest``, ``flatten_forest``: combine the forests of several threads; final roots.
+* ``merge_forest``: combine the forests of several threads (``_cluster_loops.flatten_forest``
+  then gives the final roots).
 
 Every loop releases the GIL, so threads run disjoint ranges in parallel.
 """
@@ -30,10 +31,26 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
-from gpusimhash._cpu._copy import copy_run
+from gpusimhash._cpu._runtime import ensure_cache_location
+
+ensure_cache_location()  # before the loops below are defined
 
 _ONE = np.uint64(1)
 _SHORT = 8  # candidates below which a scalar loop beats the vectorized one
+
+
+@njit(cache=True, nogil=True, inline="always")
+def copy_run(
+    target: np.ndarray, at: int, source: np.ndarray, start: int, count: int
+) -> None:  # pragma: no cover - compiled
+    """Copy ``source[start : start + count]`` into ``target[at : at + count]`` (1-D arrays).
+
+    Assigning an array into a slice makes Numba compile the code that formats its
+    shape-mismatch error (unicode concatenation, ``repr``, ``str``): seconds of a first run
+    for one line. A loop compiles in a fraction of that.
+    """
+    for k in range(count):
+        target[at + k] = source[start + k]
 
 
 @intrinsic
@@ -425,15 +442,6 @@ def merge_forest(parent: np.ndarray, other: np.ndarray) -> None:  # pragma: no c
         a, b = _root(parent, node), _root(parent, other[node])
         if a != b:
             _link(parent, a, b)
-
-
-@njit(cache=True, nogil=True)
-def flatten_forest(parent: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
-    """Root of every node (each root is its tree's smallest node)."""
-    roots = np.empty(parent.size, dtype=np.int64)
-    for node in range(parent.size):
-        roots[node] = _root(parent, node)
-    return roots
 
 
 @njit(cache=True, nogil=True)

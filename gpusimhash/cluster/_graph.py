@@ -26,11 +26,10 @@ from gpusimhash._cpu._cluster_loops import (
     COSINE,
     JACCARD,
     NOT_VERIFIED,
+    flatten_forest,
     lazy_components,
     lazy_star,
 )
-from gpusimhash._cpu._mih_loops import flatten_forest
-from gpusimhash._cpu._runtime import parallel_call
 from gpusimhash.cluster._pairs import StarClusters, policy_order, star_documents, star_order
 from gpusimhash.join._graph import CodeGraph
 from gpusimhash.join._groups import first_seen_labels, index_dtype
@@ -287,8 +286,7 @@ def unit_stars(
     live = np.diff(units.code_offsets)
     verified = 0
     for part in _progress_steps(order.size):  # the state carries over from part to part
-        verified += parallel_call(
-            star,
+        verified += star(
             order[part],
             unit_kept,
             unit_similarity,
@@ -297,7 +295,6 @@ def unit_stars(
             float(value),
             _TENTATIVE_CENTRES,
             _TENTATIVE_CANDIDATES,
-            items=graph.neighbours.size,  # the candidate pairs, twice
         )
     return best, unit_kept, unit_similarity, verified
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from gpusimhash._cpu._runtime import threads
+from gpusimhash._cpu._threads import threads
 from gpusimhash.distributed import _features as features
 from gpusimhash.distributed import _join_plan as join_plan
 from gpusimhash.distributed import _partitions as partitions

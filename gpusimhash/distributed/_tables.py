@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpusimhash import _segments
-from gpusimhash._cpu._runtime import threads
+from gpusimhash._cpu._threads import threads
 from gpusimhash.distributed._routing import destination, split_by
 from gpusimhash.join import _mih as mih
 

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from gpusimhash import _segments, _validate
-from gpusimhash._cpu._runtime import threads
+from gpusimhash._cpu._threads import threads
 from gpusimhash.codes import code_words, hamming_matrix
 from gpusimhash.join._groups import DuplicateGroups, collapse, keys_to_pairs, pair_keys
 from gpusimhash.join._mih import exact_groups

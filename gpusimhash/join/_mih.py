@@ -35,14 +35,15 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from itertools import combinations
+from types import ModuleType
 from typing import Any, TypeVar
 
 import faiss
 import numpy as np
 
 from gpusimhash import _progress, _segments
-from gpusimhash._cpu import _mih_loops as _loops
-from gpusimhash._cpu._runtime import threads
+from gpusimhash._cpu._cluster_loops import flatten_forest
+from gpusimhash._cpu._threads import threads
 from gpusimhash.codes import code_words
 from gpusimhash.join._groups import DuplicateGroups, collapse, keys_to_pairs
 
@@ -60,6 +61,17 @@ _SAMPLE_PAIRS = 1 << 17  # random pairs measured by the planner
 _CHUNKS_PER_THREAD = 8  # work ranges per thread (load balance across skewed buckets)
 _RANGES_PER_SHARE = 16  # key ranges per share of a block (never from a machine's threads)
 _T = TypeVar("_T")
+
+
+def _loops() -> ModuleType:
+    """Return the join's Numba loops (`gpusimhash._cpu._mih_loops`), imported on first use.
+
+    Importing them imports Numba and loads (or compiles) them: the jobs that never join codes
+    (the feature join's dedup, fingerprinting, search) do not pay for it.
+    """
+    from gpusimhash._cpu import _mih_loops
+
+    return _mih_loops
 
 
 @dataclass(frozen=True)
@@ -236,7 +248,7 @@ def _plan_blocks(
         t_max = min(budget - 1, width)
         while t_max > 0 and _ball(width, t_max) > _MAX_MASKS:
             t_max -= 1
-        near = np.cumsum(_loops.block_distance_counts(xor, lo, width, t_max)) / xor.shape[0]
+        near = np.cumsum(_loops().block_distance_counts(xor, lo, width, t_max)) / xor.shape[0]
         table = n * _BUILD_COST + (1 << width) * _TABLE_COST
         for t in range(t_max + 1):
             probes = n * (_ball(width, t) + 1) / 2
@@ -306,7 +318,7 @@ class _Block:
 
     def join(self, radius: int, earlier: np.ndarray, lo: int, hi: int) -> np.ndarray:
         """Pairs from the buckets ``present[lo:hi]`` (`_mih_loops.join_block`)."""
-        pairs: np.ndarray = _loops.join_block(
+        pairs: np.ndarray = _loops().join_block(
             self.columns,
             self.ids,
             self.present,
@@ -323,7 +335,7 @@ class _Block:
 
     def link(self, radius: int, parent: np.ndarray, ranges: np.ndarray) -> None:
         """Link the pairs of the ranges into a forest (`_mih_loops.link_block`)."""
-        _loops.link_block(
+        _loops().link_block(
             self.columns,
             self.ids,
             self.present,
@@ -339,8 +351,8 @@ class _Block:
 
 def _build(words: np.ndarray, lo: int, width: int, threshold: int) -> _Block:
     """Sort the codes into buckets by their key over one block."""
-    keys = _loops.block_keys(words, lo, width)
-    starts, order = _loops.bucket_order(keys, width)
+    keys = _loops().block_keys(words, lo, width)
+    starts, order = _loops().bucket_order(keys, width)
     present = np.flatnonzero(starts[1:] != starts[:-1]).astype(np.uint64)
     bounds = np.append(starts[present.astype(np.int64)], words.shape[0])
     masks = _masks(width, threshold)[1:]  # nonzero, increasing: grouped by their highest bit
@@ -685,15 +697,15 @@ def join_roots(
             _run(tasks, workers)
     parent = forests[0]
     for other in forests[1:]:
-        _loops.merge_forest(parent, other)
-    roots: np.ndarray = _loops.flatten_forest(parent)
+        _loops().merge_forest(parent, other)
+    roots: np.ndarray = flatten_forest(parent)
     return roots
 
 
 def _brute_links(columns: np.ndarray, radius: int, parent: np.ndarray, ranges: np.ndarray) -> None:
     """Run `_mih_loops.brute_link` over several row ranges."""
     for lo, hi in ranges.tolist():
-        _loops.brute_link(columns, radius, parent, lo, hi)
+        _loops().brute_link(columns, radius, parent, lo, hi)
 
 
 def exact_groups(codes: np.ndarray, radius: int) -> DuplicateGroups:

@@ -33,7 +33,7 @@ from gpusimhash._cpu._allpairs_loops import (
     tail_starts,
 )
 from gpusimhash._cpu._cluster_loops import COSINE, JACCARD
-from gpusimhash._cpu._runtime import parallel_call, threads
+from gpusimhash._cpu._threads import threads
 from gpusimhash._memory import check_memory
 from gpusimhash.verify._features import DocumentFeatures
 from gpusimhash.verify._product_join import (
@@ -232,15 +232,13 @@ def feature_index(features: DocumentFeatures, measure: str, value: float) -> Fea
     """
     _check_threshold(features, measure, value)
     code = _MEASURES[measure]
-    key, least = parallel_call(
-        size_keys,
+    key, least = size_keys(
         features.offsets,
         features.weights,
         features.exponents,
         features.squared_norms,
         code,
         float(value),
-        items=int(features.offsets[-1]),
     )
     order = np.argsort(key, kind="stable")  # by size key: a partner's key bound is a range
     first_partner = np.searchsorted(key[order], least[order], side="left")
@@ -256,26 +254,21 @@ def _index_by_size(
 ) -> FeatureIndex:
     """`feature_index` of documents in size-key order, ``first_partner`` the least partners."""
     offsets = features.offsets
-    entries = int(offsets[-1])
     entry_rank, n_ranks = frequency_ranks(features.states)
-    # ranks are non-negative: their uint32 view sorts alike, and the sort compiles for one key
-    # type, the states' (`gpusimhash._cpu._sorting`)
-    ordered = parallel_call(rank_entries, offsets, entry_rank.view(np.uint32), items=entries)
-    share, before = parallel_call(
-        entry_shares,
+    # ranks are non-negative: their uint32 view sorts alike (`gpusimhash._cpu._sorting`)
+    ordered = rank_entries(offsets, entry_rank.view(np.uint32))
+    share, before = entry_shares(
         offsets,
         ordered,
         features.weights,
         features.exponents,
         features.squared_norms,
         code,
-        items=entries,
     )
-    starts = parallel_call(tail_starts, offsets, share, before, code, value, items=entries)
+    starts = tail_starts(offsets, share, before, code, value)
     postings = fill_postings(offsets, ordered, starts, entry_rank, share, before, n_ranks)
     ranked = entry_rank[ordered]  # each position's feature rank
-    cursor, reads = parallel_call(
-        first_postings,
+    cursor, reads = first_postings(
         offsets,
         starts,
         entry_rank,
@@ -283,7 +276,6 @@ def _index_by_size(
         postings[0],
         postings[1],
         first_partner,
-        items=entries,
     )
     index = (starts, entry_rank, ordered, ranked, share, before, *postings, first_partner, cursor)
     arrays = (
@@ -353,7 +345,6 @@ def _probe_by_size(
     # each probe moves its documents' cursors on as the windows go: a copy of its own
     arrays = (*index.index[:-1], index.index[-1].copy())
     code, value, n_docs = index.measure, index.value, index.n_docs
-    entries = int(index.arrays[1][-1])
     room = max(WINDOW_DOCS, PAIRS_PER_BLOCK)
     earlier, later, similarity = [], [], []
     candidates = 0
@@ -369,8 +360,7 @@ def _probe_by_size(
             values = np.empty(n_blocks * room, dtype=np.float64)
             written = np.zeros(n_blocks, dtype=np.int64)
             compared = np.zeros(n_blocks, dtype=np.int64)
-            parallel_call(
-                passing_pairs,
+            passing_pairs(
                 resume,
                 stop - lo,
                 stop,
@@ -384,7 +374,6 @@ def _probe_by_size(
                 values,
                 written,
                 compared,
-                items=entries,
             )
             kept = _segments.ranges(block * room, written)
             earlier.append(left[kept])

@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 
 from gpusimhash import _backend, _segments
-from gpusimhash._cpu._runtime import parallel_call
 from gpusimhash._cpu._verify_loops import (
     merge_documents,
     pair_similarities,
@@ -96,12 +95,10 @@ class DocumentFeatures:
         DocumentFeatures
         """
         return cls(
-            *parallel_call(
-                merge_documents,
+            *merge_documents(
                 np.ascontiguousarray(batch.states, dtype=np.uint32),
                 np.ascontiguousarray(batch.offsets, dtype=np.int64),
                 np.ascontiguousarray(batch.entry_weights(), dtype=np.float64),
-                items=batch.states.size,
             )
         )
 
@@ -272,7 +269,7 @@ class DocumentFeatures:
             return on_device
 
         def on_host(left: np.ndarray, right: np.ndarray) -> _Values:
-            return _values(*parallel_call(pair_similarities, *arrays, left, right, items=left.size))
+            return _values(*pair_similarities(*arrays, left, right))
 
         return on_host
 

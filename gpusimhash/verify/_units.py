@@ -14,7 +14,6 @@ from typing import Any
 import numpy as np
 
 from gpusimhash import _segments, _validate
-from gpusimhash._cpu._runtime import parallel_call
 from gpusimhash._cpu._verify_loops import (
     feature_hashes,
     same_features,
@@ -282,14 +281,12 @@ def feature_units(
     starts[1:] = (code[local][1:] != code[local][:-1]) | (hashes[local][1:] != hashes[local][:-1])
     run = np.cumsum(starts) - 1
     first = local[starts][run]
-    same = parallel_call(
-        same_features,
+    same = same_features(
         features.states,
         features.offsets,
         features.weights,
         local,
         first,
-        items=local.size,
     )
     # a hash collision (never seen): the document is a unit of its own
     run[~same] = run.size + np.arange(int((~same).sum()))
@@ -322,12 +319,10 @@ def document_hashes(features: DocumentFeatures) -> np.ndarray:
     for lo in range(0, features.n_docs, _HASHED):
         hi = min(lo + _HASHED, features.n_docs)
         a, b = int(offsets[lo]), int(offsets[hi])
-        out[lo:hi] = parallel_call(
-            feature_hashes,
+        out[lo:hi] = feature_hashes(
             features.states[a:b],
             offsets[lo : hi + 1] - a,
             np.ascontiguousarray(features.weights[a:b], dtype=np.float64),
-            items=b - a,
         )
     return out
 

@@ -8,7 +8,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpusimhash import verified_near_duplicates, verify_pairs
-from gpusimhash._cpu import _runtime
 from gpusimhash.features import FeatureBatch
 from gpusimhash.fingerprinting import featurize
 from gpusimhash.verify import _feature_join, _product_join
@@ -179,18 +178,6 @@ def test_the_pairs_of_real_text_match_brute_force(plan):
     features = real_text_features()
     for measure, value in (("cosine", 0.8), ("cosine", 0.9), ("jaccard", 0.8)):
         assert_exact(features, measure, value, plan)
-
-
-@pytest.mark.parametrize("plan", ["index", "product"])
-def test_the_parallel_loops_give_the_serial_twins_pairs(monkeypatch, plan):
-    features = real_text_features()
-    serial = feature_join(features, "cosine", 0.8, plan=plan)
-    monkeypatch.setattr(_runtime, "PARALLEL_MIN_ITEMS", 0)  # every call on the parallel form
-    monkeypatch.setattr(_runtime, "threads", lambda: 2)
-    parallel = feature_join(features, "cosine", 0.8, plan=plan)
-    np.testing.assert_array_equal(parallel.pairs, serial.pairs)
-    np.testing.assert_array_equal(parallel.similarity, serial.similarity)
-    assert parallel.candidates == serial.candidates
 
 
 def real_texts():

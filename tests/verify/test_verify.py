@@ -2,7 +2,6 @@ import math
 from collections import defaultdict
 from itertools import combinations
 
-import numba
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -147,12 +146,9 @@ def test_results_do_not_depend_on_batches_pair_order_or_threads():
     pairs = rng.integers(0, 300, size=(5000, 2))
     pairs = pairs[pairs[:, 0] != pairs[:, 1]]
     default = whole.similarities(pairs)
-    before = numba.get_num_threads()
-    numba.set_num_threads(1)
-    try:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("NUMBA_NUM_THREADS", "1")
         single = whole.similarities(pairs[::-1])
-    finally:
-        numba.set_num_threads(before)
     rows = np.unique(pairs)
     taken = whole.take(rows).similarities(np.searchsorted(rows, pairs))
     for name in ("cosine", "jaccard", "weighted_jaccard"):
