@@ -30,37 +30,47 @@ class CompiledLoops(BuildHookInterface):  # type: ignore[type-arg]
 
     def initialize(self, version: str, build_data: dict[str, Any]) -> None:
         """Build the extensions; mark the wheel as platform-specific."""
-        from Cython.Build import cythonize
-        from setuptools import Distribution, Extension
-
-        root = Path(self.root)
-        sources = sorted((root / "gpusimhash" / "_cpu").glob("*.pyx"))
-        openmp = [_OPENMP] if _has_openmp() else []
-        extensions = [
-            Extension(
-                ".".join(source.relative_to(root).with_suffix("").parts),
-                [str(source.relative_to(root))],
-                extra_compile_args=_COMPILE_ARGS + openmp,
-                extra_link_args=openmp,
-            )
-            for source in sources
-        ]
-        distribution = Distribution(
-            {
-                "ext_modules": cythonize(
-                    extensions,
-                    compiler_directives={"language_level": 3, "embedsignature": True},
-                    quiet=True,
-                )
-            }
-        )
-        command = distribution.get_command_obj("build_ext")
-        command.inplace = True
-        command.build_temp = str(root / "build" / "temp")
-        command.ensure_finalized()
-        command.run()
+        build_loops(Path(self.root))
         build_data["pure_python"] = False
         build_data["infer_tag"] = True
+
+
+def build_loops(root: Path) -> None:
+    """Cythonize and compile ``root/gpusimhash/_cpu/*.pyx`` in place, for this interpreter.
+
+    The device check (``bench/device_check/prepare.sh``) calls it with another Python to stage
+    that Python's extensions beside this one's.
+    """
+    from Cython.Build import cythonize
+    from setuptools import Distribution, Extension
+
+    root = Path(root).resolve()
+    sources = sorted((root / "gpusimhash" / "_cpu").glob("*.pyx"))
+    openmp = [_OPENMP] if _has_openmp() else []
+    extensions = [
+        Extension(
+            ".".join(source.relative_to(root).with_suffix("").parts),
+            [str(source)],
+            extra_compile_args=_COMPILE_ARGS + openmp,
+            extra_link_args=openmp,
+        )
+        for source in sources
+    ]
+    distribution = Distribution(
+        {
+            "package_dir": {"": str(root)},  # the extensions land beside their sources
+            "ext_modules": cythonize(
+                extensions,
+                compiler_directives={"language_level": 3, "embedsignature": True},
+                quiet=True,
+            ),
+        }
+    )
+    command = distribution.get_command_obj("build_ext")
+    command.inplace = True
+    command.build_temp = str(root / "build" / f"temp-{sys.implementation.cache_tag}")
+    command.ensure_finalized()
+    command.run()
 
 
 def _has_openmp() -> bool:
@@ -74,11 +84,15 @@ def _has_openmp() -> bool:
     folder = tempfile.mkdtemp()
     try:
         source = Path(folder) / "probe.c"
-        source.write_text("#include <omp.h>\nint main(void) { return omp_get_max_threads() < 1; }\n")
+        source.write_text(
+            "#include <omp.h>\nint main(void) { return omp_get_max_threads() < 1; }\n"
+        )
         objects = compiler.compile([str(source)], output_dir=folder, extra_postargs=[_OPENMP])
         compiler.link_executable(objects, "probe", output_dir=folder, extra_postargs=[_OPENMP])
     except (CompileError, LinkError):
-        print("gpusimhash: no OpenMP in the C compiler: the CPU loops use one thread", file=sys.stderr)
+        print(
+            "gpusimhash: no OpenMP in the C compiler: the CPU loops use one thread", file=sys.stderr
+        )
         return False
     finally:
         shutil.rmtree(folder, ignore_errors=True)

@@ -57,7 +57,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import load_lines, print_table, write_json
 
-from gpusimhash._cpu import _runtime
+from gpusimhash._cpu import _threads
 from gpusimhash.cli.options import use_threads
 from gpusimhash.datasets.synth import CorpusSpec, generate
 from gpusimhash.dedup.pipeline import dedup_file
@@ -460,7 +460,7 @@ def _one_machine(
     folder: Path, out: Path, options: dict, size: int, name: str, threads: int | None
 ) -> dict:
     """Run `dedup_file` on the corpus's one file, its loops and FAISS on ``threads`` (or all)."""
-    cores = _runtime.threads()
+    cores = _threads.threads()
     use_threads(threads)
     try:
         seconds, result, others, load = _timed(

@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import DEFAULT_CORPUS, load_lines, peer_path, print_table, write_json
 
 from gpusimhash import fingerprint, near_duplicate_components, near_duplicate_groups
-from gpusimhash._cpu._runtime import threads
+from gpusimhash._cpu._threads import threads
 from gpusimhash.cluster._pairs import group_labels
 from gpusimhash.codes import code_words
 from gpusimhash.datasets.synth import CorpusSpec, generate

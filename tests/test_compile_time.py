@@ -1,8 +1,7 @@
 """Numba compile time is measured, so that throughput can leave it out."""
 
-import time
-
 import sys
+import time
 
 import numba
 

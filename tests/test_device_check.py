@@ -112,7 +112,6 @@ def test_the_dry_run_runs_every_cpu_part(tmp_path: Path) -> None:
     baseline = result["cpu_baseline"]
     assert baseline["workers"] == 2
     assert baseline["start_method"] == "spawn"
-    assert baseline["parent_threading_layer"] != "not started"  # the fork hazard was present
     for key in ("text_processes_s", "csr_kernel_processes_s", "text_one_process_s", "csr_api_s"):
         assert baseline[key] > 0
     assert all(str(v).startswith("missing: ") for v in result["ratios"].values())

@@ -44,7 +44,7 @@ def test_the_join_stage_has_a_total_and_completes_it(tmp_path):
 
 
 def test_the_joins_worker_threads_follow_the_threads_option(monkeypatch):
-    from gpusimhash._cpu._runtime import threads
+    from gpusimhash._cpu._threads import threads
 
     monkeypatch.delenv("NUMBA_NUM_THREADS", raising=False)
     everything = threads()

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import itertools
 import multiprocessing
+import os
 import tempfile
 import time
 from collections.abc import Callable
@@ -319,10 +320,8 @@ _WORKER: dict[str, Any] = {}
 
 
 def _worker_start(folder: str, barrier: Any) -> None:
-    """Load the inputs, go single-threaded, compile (warm) the timed jobs, wait for the others."""
-    import numba
-
-    numba.set_num_threads(1)
+    """Load the inputs, go single-threaded, warm the timed jobs, wait for the others."""
+    os.environ["NUMBA_NUM_THREADS"] = "1"  # the cap of the compiled loops' threads
     arrays = {name: np.load(Path(folder) / f"{name}.npy") for name in INPUT_ARRAYS}
     _WORKER.update(arrays, texts=Utf8Texts(arrays["text_data"], arrays["text_offsets"]))
     _text_job((0, min(100, len(_WORKER["texts"]))))
@@ -358,14 +357,8 @@ def cpu_baseline(
     Every wait on the workers is bounded by ``limit_s`` (a worker that dies in its start is
     restarted by the pool, so an unbounded wait could last for ever).
     """
-    import numba
-
     n = len(texts)
     result: dict[str, Any] = {"workers": workers, "docs": n, "start_method": "spawn"}
-    try:  # the parent's layer, started or not (a fork after it starts would kill workers)
-        result["parent_threading_layer"] = numba.threading_layer()
-    except ValueError:
-        result["parent_threading_layer"] = "not started"
     deadline = time.perf_counter() + limit_s
     context = multiprocessing.get_context("spawn")
     compact = texts.compact()

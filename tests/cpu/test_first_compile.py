@@ -28,7 +28,9 @@ with open(out + ".jsonl", "w") as stream:
         stream.write(json.dumps({"text": text}) + "\n")
 """
 
-DEFAULT_JOB = CORPUS + r"""
+DEFAULT_JOB = (
+    CORPUS
+    + r"""
 from gpusimhash.dedup.pipeline import dedup_file
 from gpusimhash.verify import _product_join
 dedup_file(out + ".jsonl", out, report=True)  # the defaults: the feature join's product, stars
@@ -36,8 +38,11 @@ _product_join.PRODUCT_MAX_WORK = -1  # the feature join's compiled index, not th
 dedup_file(out + ".jsonl", out + "-index", report=True, min_jaccard=0.8)
 print(json.dumps({"numba": "numba" in sys.modules}))
 """
+)
 
-CODES_JOB = CORPUS + r"""
+CODES_JOB = (
+    CORPUS
+    + r"""
 from numba.core.registry import CPUDispatcher
 from gpusimhash.dedup.pipeline import dedup_file
 from gpusimhash.join import _mih
@@ -53,6 +58,7 @@ for name, loop in vars(_mih_loops).items():
             found[name] = sorted({c for c in sys.argv[2:] if c in text} | set(found.get(name, [])))
 print(json.dumps({"compiled": compiled, "costly": {k: v for k, v in found.items() if v}}))
 """
+)
 
 
 def run(code, tmp_path, *args):

@@ -65,7 +65,7 @@ def test_merging_similarities_and_codes_ignore_the_thread_count(monkeypatch, see
 
 @pytest.mark.parametrize(("measure", "value"), [("cosine", 0.6), ("jaccard", 0.5)])
 def test_the_feature_join_ignores_the_thread_count(monkeypatch, measure, value):
-    words = "fast json parser for python http client async library tools plot data".split()
+    words = ["fast", "json", "parser", "python", "http", "client", "async", "library", "data"]
     rng = np.random.default_rng(7)
     texts = [" ".join(rng.choice(words, rng.integers(1, 9))) for _ in range(2000)]
     features = DocumentFeatures.from_batch(featurize(texts))

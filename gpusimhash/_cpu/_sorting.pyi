@@ -1,0 +1,3 @@
+import numpy as np
+
+def stable_argsort(keys: np.ndarray) -> np.ndarray: ...
