@@ -203,23 +203,28 @@ def write_duplicates(
     big = np.flatnonzero(sizes > 1)
     starts = np.searchsorted(labels[rows], big)
     ends = np.append(starts[1:], rows.size)[: starts.size]
-    member_ids = ids.take(rows)  # of every member, cluster by cluster
+    # every member's fields at once, cluster by cluster, as Python lists to slice
+    kept_rows = clusters.kept_rows[big]
+    kept_ids = _listed(ids.take(kept_rows))
+    member_ids = _listed(ids.take(rows))
+    member_rows = rows.tolist()
+    distances = hamming(codes[rows], codes[clusters.kept_rows[labels[rows]]]).tolist()
+    similarities = clusters.similarity[rows].tolist()
     with RecordWriter(path, output_format) as writer:
         records = []
-        for number, (label, lo, hi) in enumerate(zip(big, starts, ends, strict=True)):
-            members = rows[lo:hi]
-            kept = clusters.kept_rows[label]
-            distances = hamming(codes[members], np.broadcast_to(codes[kept], codes[members].shape))
+        for number, (kept, lo, hi) in enumerate(
+            zip(kept_rows.tolist(), starts.tolist(), ends.tolist(), strict=True)
+        ):
             records.append(
                 {
                     "cluster": number,
-                    "size": int(members.size),
-                    "kept_id": ids[int(kept)],
-                    "kept_row": int(kept),
-                    "ids": _listed(member_ids[lo:hi]),
-                    "rows": members.tolist(),
-                    "distances": distances.astype(int).tolist(),
-                    "similarities": clusters.similarity[members].tolist(),
+                    "size": hi - lo,
+                    "kept_id": kept_ids[number],
+                    "kept_row": kept,
+                    "ids": member_ids[lo:hi],
+                    "rows": member_rows[lo:hi],
+                    "distances": distances[lo:hi],
+                    "similarities": similarities[lo:hi],
                 }
             )
             if len(records) == DUPLICATES_CHUNK:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import faiss
 import numpy as np
 
 from gpusimhash import _validate
@@ -149,6 +148,8 @@ def range_hits(codes: np.ndarray, queries: np.ndarray, radius: int) -> int:
     """
     if not codes.shape[0] or not queries.shape[0]:
         return 0
+    import faiss  # only where the codes are joined: the feature join's runs never load it
+
     bits = codes.shape[1] * 8
     index = faiss.IndexBinaryFlat(bits)
     index.add(np.ascontiguousarray(codes))

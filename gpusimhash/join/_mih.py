@@ -38,7 +38,6 @@ from itertools import combinations
 from types import ModuleType
 from typing import Any, TypeVar
 
-import faiss
 import numpy as np
 
 from gpusimhash import _progress, _segments
@@ -606,6 +605,8 @@ def _brute_force_pairs(
     pair is compared once, not twice. Only the pairs whose first code is one of the rows
     ``first .. stop - 1`` are searched (default: every row).
     """
+    import faiss  # only where the codes are joined: the feature join's runs never load it
+
     codes = np.ascontiguousarray(np.ascontiguousarray(words).view(np.uint8)[:, : bits // 8])
     stop = codes.shape[0] if stop is None else stop
     for lo in range(first, stop, _BRUTE_QUERIES):

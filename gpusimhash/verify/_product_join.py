@@ -23,7 +23,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse
 
 from gpusimhash._memory import check_memory
 from gpusimhash.verify._features import DocumentFeatures
@@ -194,6 +193,8 @@ def product_candidates(found: Tails) -> np.ndarray:
     MemoryError
         A product that the memory available cannot hold (12 bytes per multiply-add, at most).
     """
+    import scipy.sparse  # about 0.1 s to import: only the small corpora's product plan needs it
+
     check_memory(12 * found.work(), f"the tails' product of {found.n_docs:,} documents needs")
     incidence = scipy.sparse.csr_matrix(
         (np.ones(found.documents.size, dtype=np.float32), (found.documents, found.features)),

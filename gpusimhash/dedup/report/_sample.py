@@ -14,7 +14,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import faiss
 import numpy as np
 
 from gpusimhash import _segments
@@ -89,6 +88,8 @@ def neighbours(
     >>> [a.tolist() for a in neighbours(codes, codes[[0]], 1)]
     [[0, 0], [0, 1], [0, 1]]
     """
+    import faiss  # only when a report is drawn: a run without one never loads it
+
     bits = codes.shape[1] * 8
     found: list[tuple[np.ndarray, ...]] = [(np.zeros(0, np.int64),) * 3]
     for start in range(0, codes.shape[0], CODES_PER_SCAN):
