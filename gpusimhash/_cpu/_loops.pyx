@@ -20,6 +20,11 @@ import numpy as np
 
 from gpusimhash._cpu._threads import threads
 
+cdef extern from "_signs.h":
+    void gpusimhash_add_signs(
+        int64_t *slots, const uint32_t *hashes, const int64_t *weights, int64_t n, int bits
+    ) nogil
+
 cdef uint64_t _MASK32 = 0xFFFFFFFF
 cdef uint64_t _FNV_PRIME = 0x01000193
 
@@ -106,33 +111,25 @@ def accumulate_codes(
     cdef Py_ssize_t n_docs = offsets.shape[0] - 1
     codes_out = np.zeros((n_docs, bits // 8), dtype=np.uint8)
     cdef uint8_t[:, ::1] codes = codes_out
-    cdef int n_words = (bits + 31) // 32
     cdef int n_threads = threads()
-    cdef Py_ssize_t doc, entry
-    cdef int word, bit, base, width
-    cdef int64_t weight, sign
-    cdef uint64_t state
+    cdef Py_ssize_t doc
+    cdef int bit, byte
+    cdef uint8_t packed
     cdef int64_t *slots
     with nogil, parallel(num_threads=n_threads):
         slots = <int64_t *> malloc(bits * sizeof(int64_t))
         for doc in prange(n_docs, schedule="static"):
             for bit in range(bits):
                 slots[bit] = 0
-            for entry in range(offsets[doc], offsets[doc + 1]):
-                weight = weights[entry]
-                state = hashes[entry]
-                if state == 0:
-                    state = 1
-                for word in range(n_words):
-                    state = _xorshift32(state)
-                    base = 32 * word
-                    width = bits - base if bits - base < 32 else 32
-                    for bit in range(width):
-                        sign = <int64_t>((state >> bit) & 1) * 2 - 1
-                        slots[base + bit] += sign * weight
-            for bit in range(bits):
-                if slots[bit] > 0:
-                    codes[doc, bit >> 3] |= <uint8_t>(1 << (bit & 7))
+            gpusimhash_add_signs(
+                slots, &hashes[0] + offsets[doc], &weights[0] + offsets[doc],
+                offsets[doc + 1] - offsets[doc], bits,
+            )  # fmt: skip
+            for byte in range(bits // 8):  # no branch per slot: the signs are coin flips
+                packed = 0
+                for bit in range(8):
+                    packed = packed | ((slots[8 * byte + bit] > 0) << bit)
+                codes[doc, byte] = packed
         free(slots)
     return codes_out
 

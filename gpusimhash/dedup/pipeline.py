@@ -41,14 +41,13 @@ import logging
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from gpusimhash._memory import MemoryRefusal
 from gpusimhash.cluster._documents import Clustering, cluster_documents
 from gpusimhash.dedup import report
-from gpusimhash.dedup.against import Against
 from gpusimhash.dedup.candidates import feature_graph
 from gpusimhash.dedup.document_memory import check_longest, out_of_memory
 from gpusimhash.dedup.options import DedupOptions
@@ -81,6 +80,9 @@ from gpusimhash.verify._features import DocumentFeatures
 from gpusimhash.verify._spill import FeatureSpill, feature_spill
 from gpusimhash.verify._threshold import Threshold
 from gpusimhash.verify._units import VerifiedCandidates, verify_candidates
+
+if TYPE_CHECKING:
+    from gpusimhash.dedup.against import Against
 
 __all__ = ["DedupOptions", "DedupResult", "StageTimer", "dedup_file", "run"]
 
@@ -178,7 +180,11 @@ def run(
     states = source.states()  # read more than once: no pipe, checked after the last read
     schema = _kept_schema(source, options)  # before any work: inputs of different schemas
     limit = options.threshold(settings.bits)
-    checked = None if options.against is None else Against.open(options.against, settings)
+    checked: Against | None = None
+    if options.against is not None:
+        from gpusimhash.dedup.against import Against  # FAISS's index: only such a run loads it
+
+        checked = Against.open(options.against, settings)
     device = resolve_device(options.device, uses=("fingerprint", "join"))
     out_dir.mkdir(parents=True, exist_ok=True)
     timer = StageTimer(progress)
