@@ -354,9 +354,9 @@ SHOWN = {
     ),
     "split_shares.json": Results("A crowded bucket joined whole or in shares"),
     "split_dask.json": Results("The distributed join with and without share tasks"),
-    "aot_prototype.json": Results(
-        "One compiled loop ahead of time: Numba, numba.pycc and C",
-        (Table(("medians",), caption="medians over the rounds"),),
+    "loops_cpu.json": Results(
+        "The compiled C loops against the Numba loops they replaced",
+        (Table(("table",), caption="warm, best of the repeats and rounds"),),
     ),
     "gpu_probe_emulated.json": Results(
         "The GPU parity probe's cost (GPU part: the emulated kernels on the CPU)",

@@ -1,9 +1,11 @@
 """A local cluster of worker processes whose compiled loops and FAISS get a set number of threads.
 
-Numba reads ``NUMBA_NUM_THREADS`` and OpenMP (FAISS) reads ``OMP_NUM_THREADS`` once, when a
-process starts using them. `dask.distributed.LocalCluster`'s ``env=`` sets variables inside the
-worker process after it has started, too late for Numba: each worker then runs its compiled
-loops on every core of the machine, so ``N`` workers start ``N`` times too many threads. The
+The compiled loops take their thread cap from ``NUMBA_NUM_THREADS`` (`gpusimhash._cpu._threads`;
+Numba, which compiles the codes' join, reads it too), and OpenMP (FAISS) reads
+``OMP_NUM_THREADS`` once, when a process starts using it. `dask.distributed.LocalCluster`'s
+``env=`` sets variables inside the worker process after it has started, too late for the
+libraries that read them once: each worker then runs on every core of the machine, so ``N``
+workers start ``N`` times too many threads. The
 variables must be in ``distributed.nanny.pre-spawn-environ``, which the nanny sets before it
 spawns (and respawns) its worker; `local_cluster` does that. A variable already set in the
 calling process's environment would win over that setting, and the nanny sets them in that
