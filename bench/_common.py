@@ -104,7 +104,7 @@ def peer_path(package: str, peers_dir: Path) -> Path | None:
 def print_table(rows: list[dict], columns: list[str]) -> None:
     """Print rows as an aligned text table."""
     cells = [[str(row.get(c, "")) for c in columns] for row in rows]
-    widths = [max(len(c), *(len(r[i]) for r in cells)) for i, c in enumerate(columns)]
+    widths = [max([len(c), *(len(r[i]) for r in cells)]) for i, c in enumerate(columns)]
     print("  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)))
     for row in cells:
         print("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)))
