@@ -8,12 +8,12 @@ is the cost, measured on the same documents in one run:
   (the index's loops compiled or loaded from the cache first: never in a figure);
 * ``first call``: each plan's first call in a fresh process on an empty Numba cache
   (``NUMBA_CACHE_DIR``), after the documents are featurized there: the seconds a first run
-  pays for the join, compiling included, and the compile seconds within them.
+  pays for the join, and the seconds of Numba compiling within them (none: both plans' loops
+  are compiled when the package is built).
 
 Corpora: the bundled sample (3,500 documents) and the first ``--sizes`` lines of a one-document-
 per-line corpus (the PyPI summaries by default). ``work`` is the tails' product's multiply-adds
-(`gpusimhash.verify._product_join.Tails.work`); ``auto`` the plan `feature_join` takes
-(`gpusimhash.verify._product_join.small_tails`).
+(`gpusimhash.verify._product_join.Tails.work`). `feature_join` takes the index unless asked.
 
     python bench/bench_join_plans.py [CORPUS] [--sizes 5000 10000 20000 40000]
         [--thresholds cosine:0.8 jaccard:0.8] [--repeats 3] [--result join_plans_cpu.json]
@@ -38,10 +38,9 @@ from _common import DEFAULT_CORPUS, best_of, load_lines, print_table, write_json
 
 from gpusimhash.datasets.sample import sample_corpus_path
 from gpusimhash.fingerprinting import featurize
-from gpusimhash.verify import _product_join
 from gpusimhash.verify._feature_join import feature_join
 from gpusimhash.verify._features import DocumentFeatures
-from gpusimhash.verify._product_join import small_tails, tails
+from gpusimhash.verify._product_join import tails
 
 PLANS = ("index", "product")
 
@@ -97,14 +96,12 @@ def measure_corpus(name: str, texts: list[str], thresholds, repeats: int) -> lis
     features = DocumentFeatures.from_batch(featurize(texts))
     rows = []
     for measure, value in thresholds:
-        small = small_tails(features, measure, value)  # None: auto takes the index
         row = {
             "corpus": name,
             "documents": len(texts),
             "entries": int(features.offsets[-1]),
             "threshold": f"{measure} {value:g}",
-            "work": (small or tails(features, measure, value)).work(),
-            "auto": "index" if small is None else "product",
+            "work": tails(features, measure, value).work(),
         }
         found = {}
         join = functools.partial(feature_join, features, measure, value)
@@ -149,7 +146,6 @@ def main() -> None:
         "corpus",
         "threshold",
         "work",
-        "auto",
         "index_warm_s",
         "product_warm_s",
         "index_first_call_s",
@@ -165,8 +161,6 @@ def main() -> None:
         args.result,
         {
             "corpus": str(args.corpus),
-            "product_max_entries": _product_join.PRODUCT_MAX_ENTRIES,
-            "product_max_work": _product_join.PRODUCT_MAX_WORK,
             "repeats": args.repeats,
             "timing": (
                 "warm: best of the repeats after a warm-up call, compiling excluded; first call: "

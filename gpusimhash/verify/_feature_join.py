@@ -40,7 +40,6 @@ from gpusimhash.verify._product_join import (
     Tails,
     frequency_ranks,
     product_candidates,
-    small_tails,
     tails,
 )
 
@@ -54,7 +53,7 @@ READS_PER_PAIR = 100
 # interleaved blocks of documents per thread (each block holds 28 bytes per document)
 _BLOCKS_PER_THREAD = 2
 _MEASURES = {"cosine": COSINE, "jaccard": JACCARD}
-PLANS = ("auto", "index", "product")
+PLANS = ("index", "product")
 _NAMES = {code: name for name, code in _MEASURES.items()}
 
 
@@ -87,16 +86,14 @@ def feature_join(
     value: float,
     *,
     max_pairs: int | None = None,
-    plan: str = "auto",
+    plan: str = "index",
 ) -> FeatureJoin:
     """Find every pair of documents whose exact similarity reaches the threshold.
 
     Two plans find the same pairs with the same similarities: the compiled index (`feature_index`,
     `probe_blocks`), which prunes candidates as it probes, and one sparse product of the
-    documents' tails (`gpusimhash.verify._product_join`), which compiles nothing. ``"auto"``
-    takes the product for at most ``PRODUCT_MAX_ENTRIES`` feature entries whose product costs
-    at most ``PRODUCT_MAX_WORK`` multiply-adds (small corpora, where the index's first
-    compilation would cost more than the whole join).
+    documents' tails (`gpusimhash.verify._product_join`), which compares more candidates and
+    serves as the index's reference.
 
     Parameters
     ----------
@@ -111,7 +108,7 @@ def feature_join(
         Refuse, as soon as they are found, more passing pairs than this; and, before any
         probe, an index whose probes would read more than ``READS_PER_PAIR`` times this many
         postings (`check_reads`).
-    plan : {"auto", "index", "product"}
+    plan : {"index", "product"}
         How candidates are found (above).
 
     Returns
@@ -139,9 +136,6 @@ def feature_join(
     _check_threshold(features, measure, value)
     if plan == "product":
         return _product_join(features, tails(features, measure, value), measure, value, max_pairs)
-    small = small_tails(features, measure, value) if plan == "auto" else None
-    if small is not None:
-        return _product_join(features, small, measure, value, max_pairs)
     index = feature_index(features, measure, value)
     check_reads(index, max_pairs)
     n_blocks = _BLOCKS_PER_THREAD * threads()

@@ -1,4 +1,4 @@
-"""The exact feature join as one sparse matrix product: the plan for small corpora.
+"""The exact feature join as one sparse matrix product: a second plan, in NumPy and SciPy.
 
 The prefix filter of the index join (`gpusimhash._cpu._allpairs_loops` states it), in NumPy and
 SciPy: features are ranked once, the most frequent first, and each document's *head*, its
@@ -10,12 +10,12 @@ documents whose tails share a feature, the nonzeros above the diagonal of ``T @ 
 the documents-by-features incidence of the tails), and each is verified with the same exact
 similarity as every other verification (`DocumentFeatures.comparer`).
 
-Why a second plan: the index join's compiled loops prune candidates as they probe, but Numba
-compiles them on their first use, seconds once per installation; this plan compiles nothing
-(the verification loop is the one the rest of a run uses) and compares more candidates. Where
-the corpus and the product are small (`small_tails`) that costs milliseconds, and
-`gpusimhash.verify._feature_join.feature_join` takes it; both plans find the same pairs with
-the same similarities.
+Why a second plan: it is the index join's prefix filter written with whole-array operations,
+an independent implementation of the same pairs with the same similarities, which the tests
+and `bench/bench_join_plans.py` hold the compiled index to. It compares more candidates (the
+index prunes them as it probes) and takes longer on every corpus measured, so
+`gpusimhash.verify._feature_join.feature_join` runs it only when asked (``plan="product"``).
+`frequency_ranks` serves both plans.
 """
 
 from __future__ import annotations
@@ -27,12 +27,6 @@ import numpy as np
 from gpusimhash._memory import check_memory
 from gpusimhash.verify._features import DocumentFeatures
 
-# multiply-adds of the tails' product (`Tails.work`) up to which `feature_join` takes this
-# plan: at most about 2**20 candidate pairs to verify, a few tenths of a second at worst
-PRODUCT_MAX_WORK = 1 << 21
-# feature entries up to which the tails are computed to weigh the product (in tens of
-# milliseconds): a larger corpus goes to the index at once
-PRODUCT_MAX_ENTRIES = 1 << 19
 _MARGIN = 1e-9  # as the index join's: heads a little shorter, so rounding never hides a pair
 _SHARE_BITS = 40
 # entries whose positions fit in the 32 low bits of a sort key beside their states
@@ -150,31 +144,6 @@ def tails(features: DocumentFeatures, measure: str, value: float) -> Tails:
     return Tails(document[in_tail], features_of_tails, features.n_docs, n_ranks)
 
 
-def small_tails(features: DocumentFeatures, measure: str, value: float) -> Tails | None:
-    """Return the tails where the product plan is the cheaper one, else None.
-
-    That is where the documents hold at most `PRODUCT_MAX_ENTRIES` feature entries and the
-    product's work is at most `PRODUCT_MAX_WORK`.
-
-    Parameters
-    ----------
-    features : DocumentFeatures
-        The documents.
-    measure : {"cosine", "jaccard"}
-        As `tails`.
-    value : float
-        The threshold, in ``(0, 1]``.
-
-    Returns
-    -------
-    Tails or None
-    """
-    if features.states.size > PRODUCT_MAX_ENTRIES:
-        return None
-    found = tails(features, measure, value)
-    return found if found.work() <= PRODUCT_MAX_WORK else None
-
-
 def product_candidates(found: Tails) -> np.ndarray:
     """Return the pairs of documents whose tails share a feature, each once.
 
@@ -193,7 +162,7 @@ def product_candidates(found: Tails) -> np.ndarray:
     MemoryError
         A product that the memory available cannot hold (12 bytes per multiply-add, at most).
     """
-    import scipy.sparse  # about 0.1 s to import: only the small corpora's product plan needs it
+    import scipy.sparse  # about 0.1 s to import: only the product plan needs it
 
     check_memory(12 * found.work(), f"the tails' product of {found.n_docs:,} documents needs")
     incidence = scipy.sparse.csr_matrix(

@@ -32,10 +32,8 @@ DEFAULT_JOB = (
     CORPUS
     + r"""
 from gpusimhash.dedup.pipeline import dedup_file
-from gpusimhash.verify import _product_join
-dedup_file(out + ".jsonl", out, report=True)  # the defaults: the feature join's product, stars
-_product_join.PRODUCT_MAX_WORK = -1  # the feature join's compiled index, not the product
-dedup_file(out + ".jsonl", out + "-index", report=True, min_jaccard=0.8)
+dedup_file(out + ".jsonl", out, report=True)  # the defaults: the feature join, stars
+dedup_file(out + ".jsonl", out + "-jaccard", report=True, min_jaccard=0.8)
 print(json.dumps({"numba": "numba" in sys.modules}))
 """
 )

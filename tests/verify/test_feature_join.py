@@ -220,37 +220,22 @@ def test_thresholds_outside_zero_one_are_refused(value):
 
 def test_an_unknown_plan_is_refused():
     features = DocumentFeatures.from_batch(featurize(["a"]))
-    with pytest.raises(ValueError, match="plan must be one of auto, index, product, got 'dense'"):
+    with pytest.raises(ValueError, match="plan must be one of index, product, got 'dense'"):
         feature_join(features, "cosine", 0.5, plan="dense")
 
 
-def test_auto_takes_the_product_while_its_work_is_small(monkeypatch):
+def test_the_index_is_the_default_and_the_product_runs_when_asked(monkeypatch):
+    # the product is never even weighed by default: its tails would cost time on every corpus
     features = real_text_features()
-    indexed = []
-    feature_index = _feature_join.feature_index
-    monkeypatch.setattr(
-        _feature_join, "feature_index", lambda *a: indexed.append(a) or feature_index(*a)
-    )
-    work = _product_join.tails(features, "cosine", 0.8).work()
-    product = feature_join(features, "cosine", 0.8)
-    assert indexed == []
-    assert product.candidates > 0
-    monkeypatch.setattr(_product_join, "PRODUCT_MAX_WORK", work - 1)  # one multiply-add short
-    index = feature_join(features, "cosine", 0.8)
-    assert len(indexed) == 1
-    mine, theirs = np.lexsort(product.pairs.T[::-1]), np.lexsort(index.pairs.T[::-1])
-    np.testing.assert_array_equal(product.pairs[mine], index.pairs[theirs])
-    np.testing.assert_array_equal(product.similarity[mine], index.similarity[theirs])
-
-
-def test_auto_goes_to_the_index_at_once_past_the_products_entries(monkeypatch):
-    # the tails are not even computed: on a large corpus they would cost seconds
-    features = real_text_features()
-    monkeypatch.setattr(_product_join, "PRODUCT_MAX_ENTRIES", features.states.size - 1)
-    monkeypatch.setattr(_product_join, "tails", lambda *a: pytest.fail("tails computed"))
+    monkeypatch.setattr(_feature_join, "tails", lambda *a: pytest.fail("tails computed"))
     found = feature_join(features, "cosine", 0.8)
-    assert_exact(features, "cosine", 0.8)
     assert found.indexed == _feature_join.feature_index(features, "cosine", 0.8).indexed
+    monkeypatch.setattr(_feature_join, "tails", _product_join.tails)
+    monkeypatch.setattr(_feature_join, "feature_index", lambda *a: pytest.fail("index built"))
+    product = feature_join(features, "cosine", 0.8, plan="product")
+    mine, theirs = np.lexsort(product.pairs.T[::-1]), np.lexsort(found.pairs.T[::-1])
+    np.testing.assert_array_equal(product.pairs[mine], found.pairs[theirs])
+    np.testing.assert_array_equal(product.similarity[mine], found.similarity[theirs])
 
 
 @settings(max_examples=60, deadline=None)
