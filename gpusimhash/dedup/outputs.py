@@ -81,12 +81,14 @@ def write_kept(
                 continue
             batch_ids = batch.ids
             ids.append(rows[clustered], [batch_ids[k] for k in clustered])
-            strings = batch.texts.to_strings() if isinstance(batch, LineBatch) else batch.texts
-            texts.update((int(rows[k]), strings[k]) for k in wanted)
             if isinstance(batch, LineBatch):  # plain text: records {"id": row, "text": line}
-                chosen = np.flatnonzero(kept[rows]).tolist()
-                writer.write_text_lines(rows[chosen].tolist(), [strings[k] for k in chosen])
-            elif schema is not None and annotation is None:
+                texts.update((int(rows[k]), batch.texts[k : k + 1].to_strings()[0]) for k in wanted)
+                chosen = np.flatnonzero(kept[rows])
+                writer.write_text_lines(rows[chosen].tolist(), batch.texts, chosen)
+                bar.update(len(batch))
+                continue
+            texts.update((int(rows[k]), batch.texts[k]) for k in wanted)
+            if schema is not None and annotation is None:
                 writer.write_table(take_rows(batch.table, np.flatnonzero(kept[rows])))
             elif schema is not None and annotation is not None:
                 id_type = schema.field("duplicate_of").type

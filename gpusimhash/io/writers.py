@@ -17,14 +17,19 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
+import numpy as np
+
 from gpusimhash._choices import OUTPUT_FORMATS
 from gpusimhash.io._atomic import atomic_path, commit, temporary_beside
 from gpusimhash.io.readers import detect_format, require_pyarrow
+from gpusimhash.utf8 import Utf8Texts
 
 # One encoder for every record: json.dumps with options would build a new one per call.
 _encode_record = json.JSONEncoder(ensure_ascii=False, default=str).encode
 # The string encoder that encoder uses for every str (without ensure_ascii)
 _encode_string = json.encoder.encode_basestring
+# the bytes besides control characters that a JSON string escapes
+_QUOTE, _BACKSLASH = ord('"'), ord("\\")
 
 
 def write_json(path: str | Path, payload: Any) -> None:
@@ -157,41 +162,63 @@ class RecordWriter:
             self._write_parquet(records)
         self.count += len(records)
 
-    def write_text_lines(self, rows: list[int], texts: list[str]) -> None:
+    def write_text_lines(self, rows: list[int], texts: Utf8Texts, lines: np.ndarray) -> None:
         r"""Append the records ``{"id": row, "text": text}`` of plain-text lines (JSONL only).
 
-        The bytes are those `write` gives the same records, without building them.
+        The bytes are those `write` gives the same records, without building them: a line
+        with nothing JSON escapes (no ``"``, ``\`` or control character) is copied as its
+        bytes, the others are decoded and escaped.
 
         Parameters
         ----------
         rows : list of int
-            Each line's row, its id.
-        texts : list of str
-            The lines, without their line endings.
+            Each written line's row, its id.
+        texts : Utf8Texts
+            A batch of lines, without their line endings.
+        lines : ndarray of int
+            The lines of ``texts`` to write, one per row.
 
         Raises
         ------
         ValueError
-            The file is not JSONL.
+            The file is not JSONL, or not one line per row.
+        UnicodeDecodeError
+            A line that is not valid UTF-8.
 
         Examples
         --------
         >>> import tempfile, os
         >>> path = os.path.join(tempfile.mkdtemp(), "out.jsonl")
+        >>> batch = Utf8Texts.from_strings(['a "cat"', "bird", "dog"])
         >>> with RecordWriter(path) as writer:
-        ...     writer.write_text_lines([3], ['a "cat"'])
+        ...     writer.write_text_lines([3, 5], batch, np.array([0, 2]))
         >>> open(path).read().splitlines()
-        ['{"id": 3, "text": "a \\"cat\\""}']
+        ['{"id": 3, "text": "a \\"cat\\""}', '{"id": 5, "text": "dog"}']
         """
         if self.format != "jsonl":
             raise ValueError(f"text lines are written to JSONL, not {self.format}")
-        lines = "".join(
+        if len(rows) != len(lines):
+            raise ValueError(f"{len(rows)} rows and {len(lines)} lines")
+        data, offsets = texts.compact()
+        raw = data.tobytes()
+        raw.decode("utf-8")  # strict, as every other reading of the text
+        escaped = (data < 0x20) | (data == _QUOTE) | (data == _BACKSLASH)
+        marks = np.zeros(data.size + 1, dtype=np.int64)
+        np.cumsum(escaped, out=marks[1:])
+        chosen = np.asarray(lines, dtype=np.int64)
+        starts, ends = offsets[chosen], offsets[chosen + 1]
+        plain = (marks[ends] == marks[starts]).tolist()
+        encoded = b"".join(
             [
-                f'{{"id": {row}, "text": {_encode_string(text)}}}\n'
-                for row, text in zip(rows, texts, strict=True)
+                b'{"id": %d, "text": "%b"}\n' % (row, raw[a:b])
+                if as_is
+                else f'{{"id": {row}, "text": {_encode_string(raw[a:b].decode())}}}\n'.encode()
+                for row, a, b, as_is in zip(
+                    rows, starts.tolist(), ends.tolist(), plain, strict=True
+                )
             ]
         )
-        self._stream.write(lines.encode("utf-8"))
+        self._stream.write(encoded)
         self.count += len(rows)
 
     def write_lines(self, lines: list[str]) -> None:
