@@ -38,7 +38,7 @@ count. Blocks take every ``n_blocks``-th document, so the late documents, which 
 earlier ones, are spread over the threads.
 """
 
-from cython.parallel cimport parallel, prange
+from cython.parallel cimport parallel, prange, threadid
 from libc.math cimport INFINITY, fabs, ldexp, sqrt
 from libc.stdint cimport int32_t, int64_t, uint32_t
 from libc.stdlib cimport free, malloc
@@ -54,7 +54,9 @@ from gpusimhash._cpu._similarity cimport (
     prefetch_document,
     weight_t,
 )
-from gpusimhash._cpu._sorting cimport stable_order
+from gpusimhash._cpu._sorting cimport SortScratch, stable_order, thread_scratch
+
+from gpusimhash._cpu._sorting import sort_scratch
 from gpusimhash._cpu._threads import threads
 
 # relative margin of the head bounds: heads stay this much below the threshold
@@ -71,26 +73,22 @@ def rank_entries(const int64_t[::1] offsets, const uint32_t[::1] entry_rank):
     for doc in range(n_docs):
         longest = max(longest, offsets[doc + 1] - offsets[doc])
     cdef int n_threads = threads()
-    cdef int64_t *order
-    cdef int64_t *target
-    cdef uint32_t *ordered_keys
-    cdef uint32_t *target_keys
+    indices, keys = sort_scratch(n_threads, longest)
+    cdef int64_t[:, ::1] index_rows = indices
+    cdef uint32_t[:, ::1] key_rows = keys
+    cdef SortScratch scratch
     with nogil, parallel(num_threads=n_threads):
-        order = <int64_t *> malloc((longest + 1) * sizeof(int64_t))
-        target = <int64_t *> malloc((longest + 1) * sizeof(int64_t))
-        ordered_keys = <uint32_t *> malloc((longest + 1) * sizeof(uint32_t))
-        target_keys = <uint32_t *> malloc((longest + 1) * sizeof(uint32_t))
+        scratch = thread_scratch(index_rows, key_rows, threadid())
         for doc in prange(n_docs, schedule="static"):
             lo = offsets[doc]
             hi = offsets[doc + 1]
             if hi > lo:
-                stable_order(&entry_rank[lo], hi - lo, order, ordered_keys, target_keys, target)
+                stable_order(
+                    &entry_rank[lo], hi - lo, scratch.order, scratch.ordered_keys,
+                    scratch.target_keys, scratch.target,
+                )  # fmt: skip
             for k in range(hi - lo):
-                ordered[lo + k] = lo + order[k]
-        free(order)
-        free(target)
-        free(ordered_keys)
-        free(target_keys)
+                ordered[lo + k] = lo + scratch.order[k]
     return ordered_out
 
 

@@ -12,9 +12,8 @@
 They mirror ``kernels/common.cuh`` and ``kernels/simhash.cu`` step for step.
 """
 
-from cython.parallel cimport parallel, prange
+from cython.parallel cimport parallel, prange, threadid
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
-from libc.stdlib cimport free, malloc
 
 import numpy as np
 
@@ -112,12 +111,13 @@ def accumulate_codes(
     codes_out = np.zeros((n_docs, bits // 8), dtype=np.uint8)
     cdef uint8_t[:, ::1] codes = codes_out
     cdef int n_threads = threads()
+    cdef int64_t[:, ::1] slot_rows = np.empty((n_threads, bits), dtype=np.int64)  # per thread
     cdef Py_ssize_t doc
     cdef int bit, byte
     cdef uint8_t packed
     cdef int64_t *slots
     with nogil, parallel(num_threads=n_threads):
-        slots = <int64_t *> malloc(bits * sizeof(int64_t))
+        slots = &slot_rows[threadid(), 0]
         for doc in prange(n_docs, schedule="static"):
             for bit in range(bits):
                 slots[bit] = 0
@@ -130,7 +130,6 @@ def accumulate_codes(
                 for bit in range(8):
                     packed = packed | ((slots[8 * byte + bit] > 0) << bit)
                 codes[doc, byte] = packed
-        free(slots)
     return codes_out
 
 
@@ -201,12 +200,13 @@ def accumulate_unit_codes(const uint32_t[::1] hashes, const int64_t[::1] offsets
     cdef uint8_t[:, ::1] codes = codes_out
     cdef int n_words = (bits + 63) // 64
     cdef int n_threads = threads()
+    # each thread's counters: 64 planes per word
+    cdef uint64_t[:, ::1] plane_rows = np.empty((n_threads, n_words * 64), dtype=np.uint64)
     cdef Py_ssize_t doc
     cdef uint64_t *planes
     with nogil, parallel(num_threads=n_threads):
-        planes = <uint64_t *> malloc(n_words * 64 * sizeof(uint64_t))
+        planes = &plane_rows[threadid(), 0]
         for doc in prange(n_docs, schedule="static", chunksize=256):
             if offsets[doc + 1] > offsets[doc]:
                 _unit_document(hashes, offsets[doc], offsets[doc + 1], n_words, planes, codes, doc)
-        free(planes)
     return codes_out

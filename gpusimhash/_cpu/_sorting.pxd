@@ -15,6 +15,26 @@ ctypedef fused sort_key:
     double
 
 
+cdef struct SortScratch:
+    # one thread's room to sort a segment of uint32 keys (`stable_order`'s last four arguments)
+    int64_t *order
+    uint32_t *ordered_keys
+    uint32_t *target_keys
+    int64_t *target
+
+
+cdef inline SortScratch thread_scratch(
+    int64_t[:, ::1] indices, uint32_t[:, ::1] keys, int thread
+) noexcept nogil:
+    """Thread ``thread``'s room in `_sorting.sort_scratch`'s arrays."""
+    return SortScratch(
+        &indices[2 * thread, 0],
+        &keys[2 * thread, 0],
+        &keys[2 * thread + 1, 0],
+        &indices[2 * thread + 1, 0],
+    )
+
+
 cdef inline void stable_order(
     const sort_key *keys,
     Py_ssize_t n,

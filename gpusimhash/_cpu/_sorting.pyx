@@ -6,6 +6,17 @@ from libc.stdint cimport int64_t
 import numpy as np
 
 
+def sort_scratch(n_threads, longest):
+    """Return the arrays of `thread_scratch`: room to sort ``longest`` uint32 keys per thread.
+
+    Made before the threads start, so that no thread allocates (and none can fail to).
+    """
+    return (
+        np.empty((2 * n_threads, longest + 1), dtype=np.int64),
+        np.empty((2 * n_threads, longest + 1), dtype=np.uint32),
+    )
+
+
 def stable_argsort(keys):
     """Return the indices that sort ``keys`` (1-D), equal keys in their order (int64).
 

@@ -19,16 +19,17 @@ count. Scaling by a power of two is exact, so the cosine equals ``dot / sqrt(|a|
 computed on the raw weights, bit for bit, whenever that formula does not overflow.
 """
 
-from cython.parallel cimport parallel, prange
+from cython.parallel cimport parallel, prange, threadid
 from libc.math cimport NAN, fabs, frexp, ldexp, sqrt
 from libc.stdint cimport int8_t, int16_t, int64_t, uint32_t, uint64_t
-from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
 
 import numpy as np
 
 from gpusimhash._cpu._minmax cimport py_max, py_min
-from gpusimhash._cpu._sorting cimport stable_order
+from gpusimhash._cpu._sorting cimport SortScratch, stable_order, thread_scratch
+
+from gpusimhash._cpu._sorting import sort_scratch
 from gpusimhash._cpu._threads import threads
 
 ctypedef fused state_t:
@@ -66,24 +67,26 @@ def merge_documents(
     for doc in range(n_docs):
         longest = max(longest, offsets[doc + 1] - offsets[doc])
     cdef int n_threads = threads()
+    indices, keys = sort_scratch(n_threads, longest)
+    cdef int64_t[:, ::1] index_rows = indices
+    cdef uint32_t[:, ::1] key_rows = keys
     cdef Py_ssize_t lo, size, out, i, k
     cdef uint32_t state
     cdef double total, largest, squared, scaled
     cdef int exponent
+    cdef SortScratch scratch
     cdef int64_t *order
-    cdef int64_t *target
-    cdef uint32_t *ordered_keys
-    cdef uint32_t *target_keys
     with nogil, parallel(num_threads=n_threads):
-        order = <int64_t *> malloc((longest + 1) * sizeof(int64_t))
-        target = <int64_t *> malloc((longest + 1) * sizeof(int64_t))
-        ordered_keys = <uint32_t *> malloc((longest + 1) * sizeof(uint32_t))
-        target_keys = <uint32_t *> malloc((longest + 1) * sizeof(uint32_t))
+        scratch = thread_scratch(index_rows, key_rows, threadid())
+        order = scratch.order
         for doc in prange(n_docs, schedule="static"):
             lo = offsets[doc]
             size = offsets[doc + 1] - lo
             if size > 0:
-                stable_order(&states[lo], size, order, ordered_keys, target_keys, target)
+                stable_order(
+                    &states[lo], size, order, scratch.ordered_keys, scratch.target_keys,
+                    scratch.target,
+                )  # fmt: skip
             out = lo
             i = 0
             largest = 0.0
@@ -107,10 +110,6 @@ def merge_documents(
                     scaled = ldexp(merged_weights[k], -exponent)
                     squared = squared + scaled * scaled
                 squared_norms[doc] = squared
-        free(order)
-        free(target)
-        free(ordered_keys)
-        free(target_keys)
     new_offsets = np.zeros(n_docs + 1, dtype=np.int64)
     np.cumsum(counts_out, out=new_offsets[1:])
     keep = np.repeat(np.asarray(offsets[:n_docs]) - new_offsets[:-1], counts_out)
