@@ -12,7 +12,7 @@
 They mirror ``kernels/common.cuh`` and ``kernels/simhash.cu`` step for step.
 """
 
-from cython.parallel cimport parallel, prange, threadid
+from cython.parallel cimport prange, threadid
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 
 import numpy as np
@@ -99,6 +99,31 @@ cdef inline uint64_t _xorshift32(uint64_t state) noexcept nogil:
     return state
 
 
+cdef void _weighted_document(
+    int64_t *slots,
+    const uint32_t[::1] hashes,
+    const int64_t[::1] offsets,
+    const int64_t[::1] weights,
+    int bits,
+    uint8_t[:, ::1] codes,
+    Py_ssize_t doc,
+) noexcept nogil:
+    """Sum one document's weighted signs in ``slots`` and pack the positive ones into its code."""
+    cdef int bit, byte
+    cdef uint8_t packed
+    for bit in range(bits):
+        slots[bit] = 0
+    gpusimhash_add_signs(
+        slots, &hashes[0] + offsets[doc], &weights[0] + offsets[doc],
+        offsets[doc + 1] - offsets[doc], bits,
+    )  # fmt: skip
+    for byte in range(bits // 8):  # no branch per slot: the signs are coin flips
+        packed = 0
+        for bit in range(8):
+            packed = packed | ((slots[8 * byte + bit] > 0) << bit)
+        codes[doc, byte] = packed
+
+
 def accumulate_codes(
     const uint32_t[::1] hashes, const int64_t[::1] offsets, const int64_t[::1] weights, int bits
 ):
@@ -113,23 +138,8 @@ def accumulate_codes(
     cdef int n_threads = threads()
     cdef int64_t[:, ::1] slot_rows = np.empty((n_threads, bits), dtype=np.int64)  # per thread
     cdef Py_ssize_t doc
-    cdef int bit, byte
-    cdef uint8_t packed
-    cdef int64_t *slots
-    with nogil, parallel(num_threads=n_threads):
-        slots = &slot_rows[threadid(), 0]
-        for doc in prange(n_docs, schedule="static"):
-            for bit in range(bits):
-                slots[bit] = 0
-            gpusimhash_add_signs(
-                slots, &hashes[0] + offsets[doc], &weights[0] + offsets[doc],
-                offsets[doc + 1] - offsets[doc], bits,
-            )  # fmt: skip
-            for byte in range(bits // 8):  # no branch per slot: the signs are coin flips
-                packed = 0
-                for bit in range(8):
-                    packed = packed | ((slots[8 * byte + bit] > 0) << bit)
-                codes[doc, byte] = packed
+    for doc in prange(n_docs, nogil=True, schedule="static", num_threads=n_threads):
+        _weighted_document(&slot_rows[threadid(), 0], hashes, offsets, weights, bits, codes, doc)
     return codes_out
 
 
@@ -203,10 +213,12 @@ def accumulate_unit_codes(const uint32_t[::1] hashes, const int64_t[::1] offsets
     # each thread's counters: 64 planes per word
     cdef uint64_t[:, ::1] plane_rows = np.empty((n_threads, n_words * 64), dtype=np.uint64)
     cdef Py_ssize_t doc
-    cdef uint64_t *planes
-    with nogil, parallel(num_threads=n_threads):
-        planes = &plane_rows[threadid(), 0]
-        for doc in prange(n_docs, schedule="static", chunksize=256):
-            if offsets[doc + 1] > offsets[doc]:
-                _unit_document(hashes, offsets[doc], offsets[doc + 1], n_words, planes, codes, doc)
+    for doc in prange(
+        n_docs, nogil=True, schedule="static", chunksize=256, num_threads=n_threads
+    ):
+        if offsets[doc + 1] > offsets[doc]:
+            _unit_document(
+                hashes, offsets[doc], offsets[doc + 1], n_words, &plane_rows[threadid(), 0],
+                codes, doc,
+            )  # fmt: skip
     return codes_out

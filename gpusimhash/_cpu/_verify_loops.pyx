@@ -75,26 +75,24 @@ def merge_documents(
     cdef double total, largest, squared, scaled
     cdef int exponent
     cdef SortScratch scratch
-    cdef int64_t *order
     with nogil, parallel(num_threads=n_threads):
         scratch = thread_scratch(index_rows, key_rows, threadid())
-        order = scratch.order
         for doc in prange(n_docs, schedule="static"):
             lo = offsets[doc]
             size = offsets[doc + 1] - lo
             if size > 0:
                 stable_order(
-                    &states[lo], size, order, scratch.ordered_keys, scratch.target_keys,
+                    &states[lo], size, scratch.order, scratch.ordered_keys, scratch.target_keys,
                     scratch.target,
                 )  # fmt: skip
             out = lo
             i = 0
             largest = 0.0
             while i < size:
-                state = states[lo + order[i]]
+                state = states[lo + scratch.order[i]]
                 total = 0.0
-                while i < size and states[lo + order[i]] == state:
-                    total = total + weights[lo + order[i]]
+                while i < size and states[lo + scratch.order[i]] == state:
+                    total = total + weights[lo + scratch.order[i]]
                     i = i + 1
                 if total != 0.0:
                     merged_states[out] = state
@@ -112,7 +110,7 @@ def merge_documents(
                 squared_norms[doc] = squared
     new_offsets = np.zeros(n_docs + 1, dtype=np.int64)
     np.cumsum(counts_out, out=new_offsets[1:])
-    keep = np.repeat(np.asarray(offsets[:n_docs]) - new_offsets[:-1], counts_out)
+    keep = np.repeat(np.asarray(offsets[:n_docs]) - new_offsets[:n_docs], counts_out)
     keep += np.arange(keep.size)
     return (
         merged_states_out[keep],
