@@ -14,6 +14,7 @@ may use a loop of it.
 - `_mih_loops` (Numba): the multi-index hashing join of the codes;
 - `_sorting`, `_minmax`, `_prefetch`, `_similarity` (``.pxd``): what the compiled loops share:
   a stable argsort, Python's ``min`` and ``max``, a prefetch hint, the exact pair similarity;
+- ``_signs.h``: the weighted sign accumulation, in C, built for several instruction sets;
 - `_threads`: how many threads the loops run on;
 - `_runtime`: Numba's cache location.
 """
