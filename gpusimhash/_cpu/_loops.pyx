@@ -12,8 +12,9 @@
 They mirror ``kernels/common.cuh`` and ``kernels/simhash.cu`` step for step.
 """
 
-from cython.parallel cimport prange, threadid
+from cython.parallel cimport parallel, prange, threadid
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdlib cimport free, malloc
 
 import numpy as np
 
@@ -99,29 +100,29 @@ cdef inline uint64_t _xorshift32(uint64_t state) noexcept nogil:
     return state
 
 
-cdef void _weighted_document(
+cdef inline void _weighted_document(
     int64_t *slots,
-    const uint32_t[::1] hashes,
-    const int64_t[::1] offsets,
-    const int64_t[::1] weights,
+    const uint32_t *hashes,
+    const int64_t *weights,
+    int64_t n_entries,
     int bits,
-    uint8_t[:, ::1] codes,
-    Py_ssize_t doc,
+    uint8_t *code,
 ) noexcept nogil:
-    """Sum one document's weighted signs in ``slots`` and pack the positive ones into its code."""
+    """Sum one document's weighted signs in ``slots`` and pack the positive ones into ``code``.
+
+    Pointers, not memoryviews: a memoryview passed per document would count its references
+    atomically, from every thread at once.
+    """
     cdef int bit, byte
     cdef uint8_t packed
     for bit in range(bits):
         slots[bit] = 0
-    gpusimhash_add_signs(
-        slots, &hashes[0] + offsets[doc], &weights[0] + offsets[doc],
-        offsets[doc + 1] - offsets[doc], bits,
-    )  # fmt: skip
+    gpusimhash_add_signs(slots, hashes, weights, n_entries, bits)
     for byte in range(bits // 8):  # no branch per slot: the signs are coin flips
         packed = 0
         for bit in range(8):
             packed = packed | ((slots[8 * byte + bit] > 0) << bit)
-        codes[doc, byte] = packed
+        code[byte] = packed
 
 
 def accumulate_codes(
@@ -136,28 +137,43 @@ def accumulate_codes(
     codes_out = np.zeros((n_docs, bits // 8), dtype=np.uint8)
     cdef uint8_t[:, ::1] codes = codes_out
     cdef int n_threads = threads()
-    cdef int64_t[:, ::1] slot_rows = np.empty((n_threads, bits), dtype=np.int64)  # per thread
+    failed_out = np.zeros(n_threads, dtype=np.uint8)
+    cdef uint8_t[::1] failed = failed_out
     cdef Py_ssize_t doc
-    for doc in prange(n_docs, nogil=True, schedule="static", num_threads=n_threads):
-        _weighted_document(&slot_rows[threadid(), 0], hashes, offsets, weights, bits, codes, doc)
+    cdef const uint32_t *hashes_at = &hashes[0]
+    cdef const int64_t *weights_at = &weights[0]
+    cdef int64_t *slots = NULL
+    with nogil, parallel(num_threads=n_threads):
+        # each thread's own slots from its own heap: rows of one shared array ran half as fast
+        slots = <int64_t *> malloc(bits * sizeof(int64_t))
+        if slots == NULL:
+            failed[threadid()] = 1
+        for doc in prange(n_docs, schedule="static"):
+            if slots != NULL:
+                _weighted_document(
+                    slots, hashes_at + offsets[doc], weights_at + offsets[doc],
+                    offsets[doc + 1] - offsets[doc], bits, &codes[doc, 0],
+                )  # fmt: skip
+        free(slots)
+    if failed_out.any():
+        raise MemoryError(f"accumulate_codes: no memory for {bits} slots")
     return codes_out
 
 
 cdef void _unit_document(
-    const uint32_t[::1] hashes,
-    Py_ssize_t start,
-    Py_ssize_t stop,
+    const uint32_t *hashes,
+    Py_ssize_t n,
     int n_words,
     uint64_t *planes,
-    uint8_t[:, ::1] codes,
-    Py_ssize_t doc,
+    uint8_t *code,
+    int n_bytes,
 ) noexcept nogil:
-    """Count one document's set sign bits in ``planes`` and pack the majority into its code.
+    """Count the set sign bits of one document's ``n`` features in ``planes``; pack the majority.
 
-    ``planes`` holds 64 planes per word (``planes[64 * word + k]``).
+    ``planes`` holds 64 planes per word (``planes[64 * word + k]``); ``code`` gets ``n_bytes``.
     """
-    cdef Py_ssize_t n = stop - start, entry
-    cdef int n_planes = 1, word, half, k, byte, n_bytes = codes.shape[1]
+    cdef Py_ssize_t entry
+    cdef int n_planes = 1, word, half, k, byte
     cdef uint64_t state, word_bits, carry, following, greater, equal, plane, packed
     cdef Py_ssize_t threshold
     while (<Py_ssize_t>1 << n_planes) <= n:
@@ -165,7 +181,7 @@ cdef void _unit_document(
     for word in range(n_words):
         for k in range(n_planes):
             planes[64 * word + k] = 0
-    for entry in range(start, stop):
+    for entry in range(n):
         state = hashes[entry]
         if state == 0:
             state = 1
@@ -194,7 +210,7 @@ cdef void _unit_document(
                 equal &= ~plane
         packed = greater | equal
         for byte in range(min(8, n_bytes - 8 * word)):
-            codes[doc, 8 * word + byte] = <uint8_t>((packed >> (8 * byte)) & 0xFF)
+            code[8 * word + byte] = <uint8_t>((packed >> (8 * byte)) & 0xFF)
 
 
 def accumulate_unit_codes(const uint32_t[::1] hashes, const int64_t[::1] offsets, int bits):
@@ -210,15 +226,23 @@ def accumulate_unit_codes(const uint32_t[::1] hashes, const int64_t[::1] offsets
     cdef uint8_t[:, ::1] codes = codes_out
     cdef int n_words = (bits + 63) // 64
     cdef int n_threads = threads()
-    # each thread's counters: 64 planes per word
-    cdef uint64_t[:, ::1] plane_rows = np.empty((n_threads, n_words * 64), dtype=np.uint64)
+    failed_out = np.zeros(n_threads, dtype=np.uint8)
+    cdef uint8_t[::1] failed = failed_out
+    cdef const uint32_t *hashes_at = &hashes[0]
     cdef Py_ssize_t doc
-    for doc in prange(
-        n_docs, nogil=True, schedule="static", chunksize=256, num_threads=n_threads
-    ):
-        if offsets[doc + 1] > offsets[doc]:
-            _unit_document(
-                hashes, offsets[doc], offsets[doc + 1], n_words, &plane_rows[threadid(), 0],
-                codes, doc,
-            )  # fmt: skip
+    cdef uint64_t *planes = NULL
+    with nogil, parallel(num_threads=n_threads):
+        # each thread's counters (64 planes per word) from its own heap
+        planes = <uint64_t *> malloc(n_words * 64 * sizeof(uint64_t))
+        if planes == NULL:
+            failed[threadid()] = 1
+        for doc in prange(n_docs, schedule="static", chunksize=256):
+            if planes != NULL and offsets[doc + 1] > offsets[doc]:
+                _unit_document(
+                    hashes_at + offsets[doc], offsets[doc + 1] - offsets[doc], n_words, planes,
+                    &codes[doc, 0], bits // 8,
+                )  # fmt: skip
+        free(planes)
+    if failed_out.any():
+        raise MemoryError(f"accumulate_unit_codes: no memory for {bits} counters")
     return codes_out
