@@ -1,8 +1,8 @@
 """Build hook: compile the CPU loops (``gpusimhash/_cpu/*.pyx``, Cython) into the package.
 
 Hatchling runs it for wheels and editable installs alike. The extensions are built in place,
-beside their sources, so that an editable install imports them from the checkout and a wheel
-packs them (``artifacts`` in ``pyproject.toml``). Floating point follows the source strictly
+beside their sources, so that an editable install imports them from the checkout; a wheel packs
+the ones built for its interpreter (and no other that may lie there). Floating point follows the source strictly
 (no fused multiply-add, no fast math): the loops give the same bits as the GPU kernels and the
 NumPy references. Threads come from OpenMP where the compiler has it; without it (Apple's
 clang) the loops run on one thread and give the same results.
@@ -29,17 +29,21 @@ class CompiledLoops(BuildHookInterface):  # type: ignore[type-arg]
     PLUGIN_NAME = "custom"
 
     def initialize(self, version: str, build_data: dict[str, Any]) -> None:
-        """Build the extensions; mark the wheel as platform-specific."""
-        build_loops(Path(self.root))
+        """Build the extensions; mark the wheel as platform-specific and, for a wheel, pack them."""
+        root = Path(self.root).resolve()
+        built = build_loops(root)
         build_data["pure_python"] = False
         build_data["infer_tag"] = True
+        if version == "standard":  # an editable install imports them from the checkout
+            for path in built:
+                build_data["force_include"][str(path)] = str(path.relative_to(root))
 
 
-def build_loops(root: Path) -> None:
+def build_loops(root: Path) -> list[Path]:
     """Cythonize and compile ``root/gpusimhash/_cpu/*.pyx`` in place, for this interpreter.
 
     The device check (``bench/device_check/prepare.sh``) calls it with another Python to stage
-    that Python's extensions beside this one's.
+    that Python's extensions beside this one's. Returns the extension files built.
     """
     from Cython.Build import cythonize
     from setuptools import Distribution, Extension
@@ -71,6 +75,7 @@ def build_loops(root: Path) -> None:
     command.build_temp = str(root / "build" / f"temp-{sys.implementation.cache_tag}")
     command.ensure_finalized()
     command.run()
+    return [Path(command.get_ext_fullpath(extension.name)) for extension in command.extensions]
 
 
 def _has_openmp() -> bool:
