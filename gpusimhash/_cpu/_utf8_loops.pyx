@@ -11,6 +11,7 @@ Python's strict ``"utf-8"`` codec: the first invalid byte stops the pass and is 
 
 from concurrent.futures import ThreadPoolExecutor
 
+cimport cython
 from libc.stdint cimport int64_t, uint8_t, uint32_t
 
 import numpy as np
@@ -160,13 +161,18 @@ def utf8_tokens(data, const int64_t[::1] offsets, word, const uint32_t[::1] lowe
     docs = np.empty(capacity, dtype=np.int64)
     states = np.empty(capacity, dtype=np.uint32)
     cdef _Progress progress
+    cdef uint32_t[::1] code_point_view = code_points
+    cdef int64_t[::1] start_view, length_view, doc_view
+    cdef uint32_t[::1] state_view
     progress.doc = progress.size = progress.count = 0
     progress.error = -1
     while True:
-        _fill_batch(
-            data_view, offsets, word_view, lower, lowercase, code_points, starts, lengths, docs,
-            states, &progress,
-        )  # fmt: skip
+        start_view, length_view, doc_view, state_view = starts, lengths, docs, states
+        with nogil:
+            _fill(
+                data_view, offsets, word_view, lower, lowercase, code_point_view, start_view,
+                length_view, doc_view, state_view, &progress,
+            )  # fmt: skip
         if progress.error >= 0 or progress.doc >= n_docs:
             break
         needed = progress.count + (offsets[progress.doc + 1] - offsets[progress.doc] + 1) // 2
@@ -186,27 +192,6 @@ def utf8_tokens(data, const int64_t[::1] offsets, word, const uint32_t[::1] lowe
     )
 
 
-cdef void _fill_batch(
-    const uint8_t[::1] data,
-    const int64_t[::1] offsets,
-    const uint8_t[::1] word,
-    const uint32_t[::1] lower,
-    bint lowercase,
-    uint32_t[::1] code_points,
-    int64_t[::1] starts,
-    int64_t[::1] lengths,
-    int64_t[::1] docs,
-    uint32_t[::1] states,
-    _Progress *progress,
-):
-    """`_fill` without the GIL."""
-    with nogil:
-        _fill(
-            data, offsets, word, lower, lowercase, code_points, starts, lengths, docs, states,
-            progress,
-        )  # fmt: skip
-
-
 def _grown(array, size):
     """Return a copy of ``array`` with room for ``size`` elements."""
     bigger = np.empty(size, dtype=array.dtype)
@@ -218,6 +203,7 @@ def _grown(array, size):
 PART_BYTES = 1 << 20
 
 
+@cython.wraparound(True)  # Python code: negative indices count from the end
 def utf8_token_parts(data, offsets, word, lower, lowercase):
     """Run ``utf8_tokens`` on consecutive ranges of documents, one thread per range.
 
