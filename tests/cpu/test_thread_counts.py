@@ -28,7 +28,7 @@ def each_thread_count(monkeypatch, compute):
     results = []
     for n in THREADS:
         monkeypatch.setenv("NUMBA_NUM_THREADS", n)
-        assert _threads.threads() == min(int(n), _threads.threads())
+        assert 1 <= _threads.threads() <= int(n)  # the cap holds
         results.append(compute())
     return results
 
