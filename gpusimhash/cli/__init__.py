@@ -104,7 +104,7 @@ def interrupted() -> int:
 def _caused_by_interrupt(error: BaseException) -> bool:
     """Whether a KeyboardInterrupt is in an exception's chain.
 
-    A Ctrl-C that lands inside a compiled (Numba) call surfaces as ``SystemError: ... returned
+    A Ctrl-C that lands inside a compiled call (Numba's, Cython's) surfaces as ``SystemError: ... returned
     a result with an exception set`` whose context is the KeyboardInterrupt.
     """
     seen: set[int] = set()

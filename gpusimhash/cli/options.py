@@ -113,11 +113,11 @@ def common(parser: argparse.ArgumentParser) -> None:
 
 
 def use_threads(n: int | None) -> None:
-    """Cap the threads of the compiled loops (Numba) and of FAISS (OpenMP) at ``n``.
+    """Cap the threads of the compiled loops, of Numba's join and of FAISS (OpenMP) at ``n``.
 
-    The environment variables reach the libraries when the command imports them (the command
-    line imports them only when a command runs); where they are loaded already, their runtime
-    settings are changed too.
+    The compiled loops read ``NUMBA_NUM_THREADS`` at every call; Numba and FAISS read their
+    variables when the command imports them (the command line imports them only when a command
+    runs), and where they are loaded already their runtime settings are changed too.
     """
     if n is None:
         return

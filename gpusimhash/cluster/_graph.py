@@ -278,7 +278,7 @@ def unit_stars(
         rank[policy_order(n, policy=policy, lengths=lengths, scores=scores)] = np.arange(n)
         best, order = star_order(units.unit, units.n_units, rank)
         del rank
-    star: Any = lazy_star  # compiled: called with the shared arguments unpacked
+    star: Any = lazy_star  # untyped here: called with the shared arguments unpacked
     index = units.unit_code.dtype
     order = order.astype(index)
     unit_kept = np.full(units.n_units, -1, dtype=index)
@@ -338,7 +338,7 @@ def graph_components(
     [0, 0, 0, 1]
     """
     arguments = _loop_arguments(graph, units, features, measure)
-    components: Any = lazy_components  # compiled: called with the shared arguments unpacked
+    components: Any = lazy_components  # untyped here: called with the shared arguments unpacked
     parent = np.arange(units.n_units, dtype=units.unit_code.dtype)
     verified = 0
     for part in _progress_steps(units.code_offsets.size - 1):  # the forest carries over

@@ -183,7 +183,8 @@ def finish_summary(summary: dict[str, Any], timer: StageTimer, start: float, n: 
 
     ``documents_per_second`` is the documents over ``seconds``, the whole run's wall-clock time,
     compiling included: what a user timing the run sees. ``compile_seconds`` is the part of it
-    spent compiling Numba loops (a first run without a cache; 0 once they are cached), and
+    spent compiling Numba loops (only the codes' multi-index hashing join, on a first run
+    without a cache; 0 once they are cached, and always 0 for the feature join), and
     ``documents_per_second_excluding_compile`` the throughput without it, the figure the next
     runs reach.
     """

@@ -32,7 +32,7 @@ def local_cluster(n_workers: int, threads: int, **kwargs: Any) -> Any:
     n_workers : int
         Worker processes, ``>= 1``.
     threads : int
-        Threads of each worker's compiled loops (Numba) and of FAISS (OpenMP), ``>= 1``.
+        Threads of each worker's compiled loops, Numba's join and FAISS (OpenMP), ``>= 1``.
     **kwargs
         Further arguments of `dask.distributed.LocalCluster` (not ``n_workers``,
         ``threads_per_worker`` or ``processes``).
