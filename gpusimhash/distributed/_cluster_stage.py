@@ -19,6 +19,7 @@ import numpy as np
 from gpusimhash.distributed import _components as components
 from gpusimhash.distributed import _groups as groups
 from gpusimhash.distributed import _partitions as partitions
+from gpusimhash.distributed._pairs import distinct_pairs, route_pairs
 from gpusimhash.distributed._run import RunState, nbytes, piece
 
 __all__ = ["ClusterStage"]
@@ -39,21 +40,23 @@ class ClusterStage(RunState):
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[np.ndarray]]:
         """Cluster the candidate graph on the workers; return the removals and clusters.
 
-        A graph of at most `ONE_GROUP_WORK` pairs and documents sharing a code is clustered by
-        one task (`_cluster_whole`); a larger one is split by its components into groups
-        (`_cluster_components`).
+        A graph of at most `ONE_GROUP_WORK` pairs (each counted as often as the join found it)
+        and documents sharing a code is clustered by one task (`_cluster_whole`); a larger one
+        is split by its components into groups (`_cluster_components`), its pairs first kept
+        once each where the join may have found one twice.
         """
-        client, options = self.client, self.options
+        options = self.options
         # the featureless documents share one code of their own: a component alone
         featureless = np.zeros((0, 2), np.int64)
         if options.empty_as_duplicates and self.featureless.size > 1:
             code = np.full_like(self.featureless, self.featureless.min())
             featureless = np.stack([self.featureless, code], axis=1)
         stats["pairs_verified"] = 0
-        work = sum(client.gather([client.submit(len, f) for f in self.candidates + self.members]))
-        if work <= ONE_GROUP_WORK:
+        if self.work <= ONE_GROUP_WORK:
             clustered = self._cluster_whole(stats, featureless)
         else:
+            if self.repeated_pairs:
+                self.candidates = self._distinct_candidates()
             clustered = self._cluster_components(stats, featureless)
         if not clustered:
             empty = np.zeros(0, np.int64)
@@ -69,16 +72,36 @@ class ClusterStage(RunState):
     def _cluster_whole(self, stats: dict[str, Any], featureless: np.ndarray) -> list[Any]:
         """Cluster the whole graph in one task, with the features of its documents (results).
 
-        Three steps the driver waits on, where the components take a dozen: gathered as one
-        group (`groups.whole_group`), its documents' features taken where each partition is,
-        clustered. Returns the clustering task's result, or none for an empty graph.
+        One wait of the driver, where the components take a dozen: the graph gathered as one
+        group (`groups.whole_group`, each pair once), its documents' features taken where each
+        partition is, clustered. Returns the clustering's result, or none for an empty graph.
         """
         client = self.client
         group = client.submit(
-            groups.whole_group, self.candidates, self.members, featureless, key=self.key("group", 0)
+            groups.whole_group,
+            self.candidates,
+            self.members,
+            featureless,
+            self.repeated_pairs,
+            key=self.key("group", 0),
         )
         self.candidates, self.members = [], []
-        counts, n_pairs, n_components = client.submit(_whole_counts, group, self.offsets).result()
+        taken = [
+            client.submit(
+                _take_share, part, group, int(self.offsets[d]), key=self.key("group-take", 0, d)
+            )
+            for d, part in enumerate(self.parts)
+        ]
+        *clustered, n_pairs, n_components = client.submit(
+            _cluster_whole_group,
+            group,
+            self.limit,
+            self.options.cluster,
+            self.options.keep,
+            self.options.empty_as_duplicates,
+            *taken,
+            key=self.key("cluster", 0),
+        ).result()
         stats |= {
             "candidate_code_pairs": n_pairs,
             "components": n_components,
@@ -86,26 +109,19 @@ class ClusterStage(RunState):
             "label_rounds": 0,
             "label_bytes": 0,
         }
-        if not n_components:
-            return []
-        taken = [
-            client.submit(
-                _take_share, part, group, int(self.offsets[d]), key=self.key("group-take", 0, d)
-            )
-            for d, part in enumerate(self.parts)
-            if counts[d]
-        ]
+        return [clustered] if n_components else []
+
+    def _distinct_candidates(self) -> list[Any]:
+        """Keep each candidate pair once: shuffled by a hash of the pair (`_pairs`; futures)."""
+        client, n_tasks = self.client, self.n_tasks
+        routed = [client.submit(route_pairs, f, n_tasks) for f in self.candidates]
         return [
             client.submit(
-                _cluster_group,
-                group,
-                self.limit,
-                self.options.cluster,
-                self.options.keep,
-                self.options.empty_as_duplicates,
-                *taken,
-                key=self.key("cluster", 0),
-            ).result()
+                distinct_pairs,
+                [client.submit(piece, r, j) for r in routed],
+                key=self.key("distinct-pairs", j),
+            )
+            for j in range(n_tasks)
         ]
 
     def _cluster_components(self, stats: dict[str, Any], featureless: np.ndarray) -> list[Any]:
@@ -335,15 +351,6 @@ def _step_report(step: tuple[bool, list[np.ndarray]]) -> tuple[bool, int]:
     return step[0], nbytes(step[1])
 
 
-def _whole_counts(
-    group: tuple[np.ndarray, np.ndarray, int], offsets: np.ndarray
-) -> tuple[np.ndarray, int, int]:
-    """Return the whole group's documents in each partition, its pairs and components (a task)."""
-    documents, pairs, components = group
-    partition = np.searchsorted(offsets, documents[:, 0], side="right") - 1
-    return np.bincount(partition, minlength=offsets.size - 1), len(pairs), components
-
-
 def _take_share(
     part: Any, group: tuple[np.ndarray, ...], offset: int
 ) -> tuple[Any, np.ndarray, np.ndarray | None]:
@@ -369,6 +376,29 @@ def _cluster_group(
     return groups.cluster_group(
         documents, pairs, limit, method, policy, empty_as_duplicates, *taken
     )
+
+
+def _cluster_whole_group(
+    group: tuple[np.ndarray, np.ndarray, int],
+    limit: Any,
+    method: str,
+    policy: str,
+    empty_as_duplicates: bool,
+    *taken: tuple[Any, np.ndarray, np.ndarray | None],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, int, int]:
+    """Cluster the whole group; add its pairs and components (`groups.whole_group`; a task).
+
+    Returns `groups.cluster_group`'s removed, kept_for, similarity and verified (nothing
+    removed nor verified for an empty graph), then the pairs and components.
+    """
+    documents, pairs, components = group
+    if not components:
+        empty = np.zeros(0, np.int64)
+        return empty, empty, np.zeros(0), 0, 0, 0
+    clustered = groups.cluster_group(
+        documents, pairs, limit, method, policy, empty_as_duplicates, *taken
+    )
+    return *clustered, len(pairs), components
 
 
 def _clusters(removed: np.ndarray, kept_for: np.ndarray) -> list[np.ndarray]:

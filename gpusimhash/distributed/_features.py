@@ -12,13 +12,12 @@ at once, where one index shipped to every worker would leave all but one idle wh
 and then move more bytes than the features it is built from. The probing, nearly all of the
 join's work, is split by the documents that probe: share ``s`` of ``k`` probes the blocks
 ``s, s + k, ...`` of the index (`probe_share`; `gpusimhash.verify._feature_join.probe_blocks`)
-on its worker's copy, after the index's reads are checked against the budget as one machine
-checks them (`check_index`). Every passing pair of documents is found by exactly one share;
-each share names its pairs by their codes' lowest rows, as the table and tile tasks do. Where
-some code has two representatives (documents of that code with other features), two shares may
-find one pair of codes, and the pairs are shuffled by a hash of the pair (`route_pairs`) to
-tasks that keep each once (`distinct_pairs`); otherwise each share's pairs are already
-distinct.
+on its worker's copy, once the index's reads are checked against the budget as one machine
+checks them. Every passing pair of documents is found by exactly one share; each share names
+its pairs by their codes' lowest rows, as the table and tile tasks do. Where some code has two
+representatives (documents of that code with other features), two shares may find one pair of
+codes (`IndexedDocuments.shared_codes`), and the clustering keeps each once
+(`gpusimhash.distributed._pairs`); otherwise each share's pairs are already distinct.
 
 The index holds every featured document's features on each worker (about 100 bytes per feature
 entry, index included), the limit of this join's size.
@@ -31,8 +30,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpusimhash.codes import code_words
+from gpusimhash.distributed._pairs import distinct
 from gpusimhash.distributed._partitions import Part
-from gpusimhash.distributed._routing import destination, split_by
 from gpusimhash.join._groups import collapse
 from gpusimhash.verify._feature_join import (
     FeatureIndex,
@@ -49,17 +48,18 @@ __all__ = [
     "IndexedDocuments",
     "blocks",
     "check_passing",
-    "distinct_pairs",
     "featured_documents",
     "index_documents",
     "index_members",
     "index_summary",
     "probe_share",
-    "route_pairs",
+    "share_counts",
 ]
 
 _BLOCKS_PER_THREAD = 2  # blocks of each share per thread of a worker's compiled loops
-_SALT = 0x6665  # pairs are not routed as the codes are
+# a partition's featured documents: their rows in it, codes (uint64 words), features, and the
+# partition's documents
+Featured = tuple[np.ndarray, np.ndarray, DocumentFeatures, int]
 
 
 @dataclass(frozen=True)
@@ -102,17 +102,16 @@ class IndexedDocuments:
         return self.distinct_codes < self.index.n_docs
 
 
-def featured_documents(part: Part, offset: int) -> tuple[np.ndarray, np.ndarray, DocumentFeatures]:
-    """Return the global rows, codes (uint64 words) and features of a partition's featured documents (a task)."""
+def featured_documents(part: Part) -> Featured:
+    """Return a partition's featured documents: rows in it, codes, features, and its size (a task).
+
+    The index counts global rows from every partition's size (`index_documents`).
+    """
     local = np.flatnonzero(part.features.sizes > 0)
-    return local + offset, code_words(part.codes[local]), part.features.take(local)
+    return local, code_words(part.codes[local]), part.features.take(local), part.n_docs
 
 
-def index_documents(
-    parts: list[tuple[np.ndarray, np.ndarray, DocumentFeatures]],
-    limit: Threshold,
-    n_blocks: int,
-) -> IndexedDocuments:
+def index_documents(parts: list[Featured], limit: Threshold, n_blocks: int) -> IndexedDocuments:
     """Collapse the codes, choose the representatives and index them, as one machine (a task).
 
     Every worker that probes builds this index: the same index from the same inputs, with the
@@ -120,8 +119,9 @@ def index_documents(
 
     Parameters
     ----------
-    parts : list of (rows, words, features)
-        Every partition's featured documents, in partition order (`featured_documents`).
+    parts : list of (rows, words, features, documents)
+        Every partition's featured documents, in partition order (`featured_documents`):
+        their global rows follow from the partitions' sizes.
     limit : Threshold
         A verified threshold above 0.
     n_blocks : int
@@ -131,7 +131,10 @@ def index_documents(
     -------
     IndexedDocuments
     """
-    rows = np.concatenate([np.zeros(0, np.int64), *(p[0] for p in parts)])
+    offsets = np.cumsum([0, *(p[3] for p in parts)], dtype=np.int64)
+    rows = np.concatenate(
+        [np.zeros(0, np.int64), *(p[0] + offsets[i] for i, p in enumerate(parts))]
+    )
     n_words = parts[0][1].shape[1] if parts else 1
     words = np.concatenate([np.zeros((0, n_words), np.uint64), *(p[1] for p in parts)])
     features = DocumentFeatures.concatenate([p[2] for p in parts])
@@ -175,6 +178,9 @@ def probe_share(
 ) -> tuple[np.ndarray, int]:
     """Probe one share of the index's blocks; name the passing pairs by their codes (a task).
 
+    The index's reads are checked against the budget first, as one machine checks them before
+    it probes: an index over budget is refused by every share before any probing.
+
     Parameters
     ----------
     indexed : IndexedDocuments
@@ -182,7 +188,8 @@ def probe_share(
     share, shares : int
         This share, of how many: it probes blocks ``share, share + shares, ...``.
     max_pairs : int, optional
-        Refuse more passing pairs of documents than this (the whole join's budget).
+        Refuse more passing pairs of documents than this (the whole join's budget), and an
+        index whose probes would read more postings than it allows.
 
     Returns
     -------
@@ -192,25 +199,27 @@ def probe_share(
     passing : int
         Passing pairs of documents found.
     """
+    check_reads(indexed.index, max_pairs)
     blocks = np.arange(share, indexed.n_blocks, shares)
     found = probe_blocks(indexed.index, blocks, indexed.n_blocks, max_pairs=max_pairs)
     a, b = indexed.code_rows[found.pairs[:, 0]], indexed.code_rows[found.pairs[:, 1]]
     differ = a != b
     pairs = np.stack([np.minimum(a, b)[differ], np.maximum(a, b)[differ]], axis=1)
-    return _distinct(pairs), int(found.pairs.shape[0])
+    return distinct(pairs), int(found.pairs.shape[0])
 
 
-def _featured_bytes(featured: tuple[np.ndarray, np.ndarray, DocumentFeatures]) -> int:
+def _featured_bytes(featured: Featured) -> int:
     """Return the bytes of a partition's featured documents, rows, codes and features."""
-    rows, words, features = featured
+    rows, words, features, _ = featured
     return int(rows.nbytes + words.nbytes + features.nbytes)
 
 
-def index_summary(indexed: IndexedDocuments) -> tuple[int, int, int, bool, int]:
+def index_summary(indexed: IndexedDocuments) -> tuple[int, int, int, bool, int, int]:
     """Return what the driver reports of the index (a task).
 
     Its distinct codes, documents, entries, whether some code has two representatives
-    (documents of other features), and the bytes it was built from.
+    (documents of other features), the bytes it was built from, and the documents sharing a
+    code (`IndexedDocuments.members`).
     """
     return (
         indexed.distinct_codes,
@@ -218,6 +227,7 @@ def index_summary(indexed: IndexedDocuments) -> tuple[int, int, int, bool, int]:
         indexed.index.indexed,
         indexed.shared_codes,
         indexed.input_bytes,
+        len(indexed.members),
     )
 
 
@@ -226,35 +236,9 @@ def index_members(indexed: IndexedDocuments) -> np.ndarray:
     return indexed.members
 
 
-def check_index(indexed: IndexedDocuments, max_pairs: int | None) -> None:
-    """Refuse, as one machine does, an index whose probes would read too many postings (a task)."""
-    check_reads(indexed.index, max_pairs)
-
-
-def route_pairs(found: tuple[np.ndarray, int], n_tasks: int) -> list[np.ndarray]:
-    """Split a share's pairs by a hash of the pair, for `distinct_pairs` (a task)."""
-    pairs = found[0]
-    task = destination(pairs.astype(np.uint64), n_tasks, salt=_SALT)
-    return [p[0] for p in split_by(task, n_tasks, pairs)]
-
-
-def distinct_pairs(pieces: list[np.ndarray]) -> np.ndarray:
-    """Keep each pair of codes once, from every share's piece of this task (a task).
-
-    Examples
-    --------
-    >>> distinct_pairs([np.array([[1, 5], [2, 3]]), np.array([[1, 5]])]).tolist()
-    [[1, 5], [2, 3]]
-    """
-    return _distinct(np.concatenate([np.zeros((0, 2), np.int64), *pieces]))
-
-
-def _distinct(pairs: np.ndarray) -> np.ndarray:
-    """Return the distinct rows of pairs, by first then second column."""
-    pairs = pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
-    fresh = np.ones(len(pairs), dtype=bool)
-    fresh[1:] = (pairs[1:] != pairs[:-1]).any(axis=1)
-    return pairs[fresh]
+def share_counts(found: tuple[np.ndarray, int]) -> tuple[int, int]:
+    """Return a share's pairs of codes and passing pairs of documents (`probe_share`; a task)."""
+    return len(found[0]), found[1]
 
 
 def check_passing(passing: int, limit: Threshold, max_pairs: int | None) -> None:

@@ -26,6 +26,7 @@ import scipy.sparse.csgraph
 
 from gpusimhash.cluster._documents import cluster_documents
 from gpusimhash.distributed._components import by_node, by_shard, shard_of
+from gpusimhash.distributed._pairs import distinct
 from gpusimhash.join._graph import CodeGraph, adjacency
 from gpusimhash.verify import DocumentFeatures
 from gpusimhash.verify._threshold import Threshold
@@ -283,7 +284,10 @@ def group_inputs(
 
 
 def whole_group(
-    candidates: list[np.ndarray], members: list[np.ndarray], featureless: np.ndarray
+    candidates: list[np.ndarray],
+    members: list[np.ndarray],
+    featureless: np.ndarray,
+    repeated: bool = False,
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """Gather the whole candidate graph as one group, with its number of components (a task).
 
@@ -293,19 +297,23 @@ def whole_group(
     Parameters
     ----------
     candidates : list of ndarray, shape (p, 2), dtype int64
-        The join tasks' pairs of distinct codes, each pair once in all.
+        The join tasks' pairs of distinct codes.
     members : list of ndarray, shape (k, 2), dtype int64
         ``(row, code)`` of every document of a code of two or more documents.
     featureless : ndarray, shape (f, 2), dtype int64
         ``(row, code)`` of the featureless documents that form a component of their own (none
         unless they count as duplicates of each other).
+    repeated : bool, default False
+        Whether two tasks may have found one pair (the feature join's shares, where a code has
+        two representatives): the pairs are then kept once each. Otherwise each pair is in
+        one task's pairs, once.
 
     Returns
     -------
     documents : ndarray, shape (d, 2), dtype int64
         ``(row, code)`` of every document in a pair's code or sharing its code, ascending rows.
     pairs : ndarray, shape (p, 2), dtype int64
-        The pairs.
+        The pairs, each once.
     components : int
         Connected components of the codes.
 
@@ -320,6 +328,8 @@ def whole_group(
     ([[2, 2], [5, 5], [7, 7], [8, 5], [9, 9], [11, 9]], 2)
     """
     pairs = np.concatenate([np.zeros((0, 2), np.int64), *candidates])
+    if repeated:
+        pairs = distinct(pairs)
     nodes = np.unique(pairs)
     documents = np.concatenate([shard_documents((nodes, nodes), members)[:, :2], featureless])
     documents = documents[np.argsort(documents[:, 0], kind="stable")]

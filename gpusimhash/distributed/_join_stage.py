@@ -28,7 +28,7 @@ from gpusimhash.distributed import _partitions as partitions
 from gpusimhash.distributed import _tables as tables
 from gpusimhash.distributed import _tiles as tiles
 from gpusimhash.distributed._join_plan import JoinPlan, choose_join
-from gpusimhash.distributed._run import RunState, nbytes, piece
+from gpusimhash.distributed._run import IndexTasks, RunState, nbytes, piece
 from gpusimhash.join import _budget as budget
 from gpusimhash.join import _mih as mih
 
@@ -55,7 +55,41 @@ _NO_TABLES = {
 class JoinStage(RunState):
     """Join on the features, or on the codes by tables, tiles or one task (a mixin of the run)."""
 
-    def _join(self) -> dict[str, Any]:
+    def _start_join(self) -> IndexTasks | None:
+        """Submit what needs no partition's size: the feature index, built on every worker.
+
+        Each worker builds the same index from every partition's featured documents, its global
+        rows counted from the partitions' sizes in the task (`features.index_documents`), so
+        the index is built while the driver learns the sizes. Returns its tasks, for `_join`;
+        none where the candidates come from the codes, whose join starts once the sizes are
+        known.
+        """
+        client = self.client
+        self.n_workers = max(1, len(client.scheduler_info().get("workers", {})))
+        if self.source != "features":
+            return None
+        featured = [
+            client.submit(features.featured_documents, part, key=self.key("featured", p))
+            for p, part in enumerate(self.parts)
+        ]
+        shares = _SHARES_PER_WORKER * self.n_workers
+        worker_threads = client.run(threads)
+        workers = sorted(worker_threads) or [None]
+        n_blocks = features.blocks(shares, max(worker_threads.values(), default=1))
+        replicas = [
+            client.submit(
+                features.index_documents,
+                featured,
+                self.limit,
+                n_blocks,
+                key=self.key("feature-index", w),
+                **_on(worker),
+            )
+            for w, worker in enumerate(workers)
+        ]
+        return IndexTasks(replicas, workers, shares)
+
+    def _join(self, index: IndexTasks | None) -> dict[str, Any]:
         """Join the documents; keep the futures of the pairs and of the documents sharing a code.
 
         The feature join collapses identical codes in its index tasks; the joins of the codes
@@ -63,13 +97,11 @@ class JoinStage(RunState):
         soon as the tasks that use it are submitted (its size first asked for), so that each
         worker lets it go once used.
         """
-        client = self.client
-        self.n_workers = max(1, len(client.scheduler_info().get("workers", {})))
         # tasks per shuffle: two per worker, more for a big corpus, never more than partitions
         wanted = max(2 * self.n_workers, -(-int(self.offsets[-1]) // TASK_DOCUMENTS))
         self.n_tasks = max(1, min(len(self.paths), wanted))
-        if self.source == "features":
-            return self._join_features() | {"collapse_bytes": 0}
+        if index is not None:
+            return self._join_features(index) | {"collapse_bytes": 0}
         return self._join_codes()
 
     def _join_codes(self) -> dict[str, Any]:
@@ -109,51 +141,31 @@ class JoinStage(RunState):
         else:  # one task, one piece, joined as the single machine joins it
             stats = self._join_tiles(collapsed, 1, chosen.single_machine)
         del collapsed
+        sizes = [client.submit(len, f) for f in self.candidates + self.members]
+        moved, sizes = client.gather([collapse_bytes, sizes])
+        self.repeated_pairs = False  # each table, tile or share keeps the pairs no other finds
+        self.work = sum(sizes)
         return stats | {
             "distinct_codes": chosen.distinct_codes,
             "join": chosen.summary() | {"estimated_candidate_pairs": round(estimate)},
             "feature_bytes": 0,
-            "collapse_bytes": sum(client.gather(collapse_bytes)),
+            "collapse_bytes": sum(moved),
         }
 
-    def _join_features(self) -> dict[str, Any]:
+    def _join_features(self, index: IndexTasks) -> dict[str, Any]:
         """Join on the features, as one machine: one index per worker, probed in shares.
 
         `gpusimhash.distributed._features`: every worker builds the same index from every
         partition's featured documents, all at once, and probes its shares of it: no worker
         waits for another's index, and no index crosses the network (the features it is built
-        from are smaller). The shares' pairs of codes are shuffled to the tasks that keep each
-        once where two shares may find one; more passing pairs of documents than the budget
-        are refused, as on one machine.
+        from are smaller). An index whose probes would read too many postings, or more passing
+        pairs of documents than the budget, are refused, as on one machine. Where some code has
+        two representatives, two shares may find one pair of codes (``repeated_pairs``): the
+        clustering keeps each once.
         """
-        client, n_tasks, options = self.client, self.n_tasks, self.options
-        featured = [
-            client.submit(
-                features.featured_documents,
-                part,
-                int(self.offsets[p]),
-                key=self.key("featured", p),
-            )
-            for p, part in enumerate(self.parts)
-        ]
-        shares = _SHARES_PER_WORKER * self.n_workers
-        worker_threads = client.run(threads)
-        workers = sorted(worker_threads) or [None]
-        n_blocks = features.blocks(shares, max(worker_threads.values(), default=1))
-        replicas = [
-            client.submit(
-                features.index_documents,
-                featured,
-                self.limit,
-                n_blocks,
-                key=self.key("feature-index", w),
-                **_on(worker),
-            )
-            for w, worker in enumerate(workers)
-        ]
-        del featured
+        client, options = self.client, self.options
+        replicas, workers, shares = index.replicas, index.workers, index.shares
         budget = None if options.force else options.max_candidate_pairs
-        client.submit(features.check_index, replicas[0], budget).result()  # before any probe
         found = [
             client.submit(
                 features.probe_share,
@@ -168,24 +180,17 @@ class JoinStage(RunState):
         ]
         summary = client.submit(features.index_summary, replicas[0])
         self.members = [client.submit(features.index_members, replicas[0])]
-        del replicas
-        distinct, documents, entries, shared, sent = client.gather(summary)
-        if shared:  # a pair of codes may come from two shares
-            routed = [client.submit(features.route_pairs, f, n_tasks) for f in found]
-            self.candidates = [
-                client.submit(
-                    features.distinct_pairs,
-                    [client.submit(piece, r, j) for r in routed],
-                    key=self.key("feature-pairs", j),
-                )
-                for j in range(n_tasks)
-            ]
-            del routed
-        else:
-            self.candidates = [client.submit(piece, f, 0) for f in found]
-        passing = sum(client.gather([client.submit(piece, f, 1) for f in found]))
-        del found
+        del replicas  # each worker lets its index go once its shares are probed
+        # the driver's one wait of the join: a share over budget raises here
+        (distinct, documents, entries, shared, sent, n_members), *counts = client.gather(
+            [summary, *(client.submit(features.share_counts, f) for f in found)]
+        )
+        passing = sum(p for _, p in counts)
         features.check_passing(passing, self.limit, budget)
+        self.candidates = [client.submit(piece, f, 0) for f in found]
+        del found
+        self.repeated_pairs = bool(shared)  # a pair of codes may come from two shares
+        self.work = n_members + sum(n for n, _ in counts)
         return {
             **_NO_TABLES,
             "tile_tasks": 0,
@@ -198,7 +203,7 @@ class JoinStage(RunState):
                 "indexed_documents": documents,
                 "indexed_entries": entries,
                 "passing_document_pairs": passing,
-                "pairs_shuffled": bool(shared),
+                "pairs_repeat": bool(shared),
             },
         }
 

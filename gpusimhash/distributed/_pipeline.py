@@ -7,8 +7,10 @@ Stages (task keys ``gpusimhash-<stage>-<run>-...``), each a mixin of the run ove
    a worker and stays there (`Part`); the driver learns only its number of documents.
 2. ``feature``, where the single machine takes its candidates from the features (the
    defaults): every partition's featured documents go to an index task on each worker, which
-   collapses identical codes and indexes one document per code and feature set; each worker
-   probes its shares of the index on its own copy (`gpusimhash.distributed._features`).
+   collapses identical codes and indexes one document per code and feature set, submitted with
+   the fingerprints (it counts global rows itself, so it is built while the driver learns the
+   partitions' sizes); each worker probes its shares of the index on its own copy
+   (`gpusimhash.distributed._features`), and the driver waits once, for the shares' counts.
 3. Otherwise, ``collapse``: (row, code) of every featured document, 24 bytes at 128 bits,
    shuffled by code, identical codes collapsed to one; then ``table`` or ``tile``: the join the
    single machine's cost model prices cheapest, from a sample of the distinct codes
@@ -21,9 +23,11 @@ Stages (task keys ``gpusimhash-<stage>-<run>-...``), each a mixin of the run ove
    where brute force wins): the distinct codes in ``k`` pieces, one task per pair of pieces
    comparing every pair by FAISS's range search (`gpusimhash.distributed._tiles`).
 4. ``cluster``: a candidate graph of at most `_cluster_stage.ONE_GROUP_WORK` pairs and
-   documents sharing a code is gathered by one task (`gpusimhash.distributed._groups.whole_group`),
-   each partition takes the features, lengths and scores of its documents in it, and one task
-   runs the single-machine clustering on them. A larger graph is split by its components,
+   documents sharing a code is gathered by one task (`gpusimhash.distributed._groups.whole_group`,
+   which keeps each pair once where two feature shares may have found one), each partition
+   takes the features, lengths and scores of its documents in it, and one task runs the
+   single-machine clustering on them, the driver waiting once. A larger graph is split by its
+   components (its pairs first shuffled by pair to keep each once, where they may repeat),
    labelled on the workers by large-star / small-star label propagation over node shards
    (`gpusimhash.distributed._components`: each component named by its lowest code, the same
    for any partitioning); each shard names its documents in components and labels its pairs,
@@ -236,12 +240,12 @@ class _Run(JoinStage, ClusterStage, WriteStage):
             )
             for p, path in enumerate(self.paths)
         ]
-        self.files = self.client.gather(
-            [
-                self.client.submit(partitions.part_file, part, key=self.key("file", p))
-                for p, part in enumerate(self.parts)
-            ]
-        )
+        sizes_known = [
+            self.client.submit(partitions.part_file, part, key=self.key("file", p))
+            for p, part in enumerate(self.parts)
+        ]
+        index = self._start_join()
+        self.files = self.client.gather(sizes_known)
         sizes = [file.n_docs for file in self.files]
         self.offsets = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]).astype(np.int64)
         self.featureless = np.concatenate(
@@ -250,7 +254,8 @@ class _Run(JoinStage, ClusterStage, WriteStage):
         )
         timings["fingerprint"] = time.perf_counter() - clock
         clock = time.perf_counter()
-        stats = self._join()
+        stats = self._join(index)
+        del index  # each worker lets its copy of the feature index go
         timings["join"] = time.perf_counter() - clock
         clock = time.perf_counter()
         removed, kept_for, to_kept, clusters = self._cluster(stats)

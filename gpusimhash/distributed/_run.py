@@ -20,7 +20,7 @@ from gpusimhash.distributed._partitions import PartFile, ReadOptions
 from gpusimhash.fingerprinting import FingerprintSettings
 from gpusimhash.verify._threshold import Threshold
 
-__all__ = ["RunState", "nbytes", "piece"]
+__all__ = ["IndexTasks", "RunState", "nbytes", "piece"]
 
 
 def piece(value: Any, *path: int) -> Any:
@@ -39,6 +39,25 @@ def nbytes(value: Any) -> int:
     return 0
 
 
+@dataclass(frozen=True)
+class IndexTasks:
+    """The feature index's tasks: one copy per worker, and the shares that probe them.
+
+    Attributes
+    ----------
+    replicas : list of Future
+        Each worker's copy of the index (`gpusimhash.distributed._features.index_documents`).
+    workers : list of str or None
+        The worker of each copy (None: any).
+    shares : int
+        Shares of the index's blocks to probe.
+    """
+
+    replicas: list[Any]
+    workers: list[str | None]
+    shares: int
+
+
 @dataclass
 class RunState:
     """One distributed deduplication: the inputs, the cluster and what each stage leaves."""
@@ -52,7 +71,9 @@ class RunState:
     # candidates come from ("features" or "codes", as on one machine), how partitions are read, futures of each partition's fingerprinted `Part`, their files, the global row of
     # each partition's first document (then n), workers, tasks per shuffle (and node shards),
     # futures of the documents of codes of several and of the candidate pairs of distinct
-    # codes, the rows of the documents without features, and what the write stage found
+    # codes, whether one pair may be in two of them, the pairs and documents they hold (pairs
+    # counted as often as they repeat), the rows of the documents without features, and what
+    # the write stage found
     token: str = field(init=False, repr=False)
     limit: Threshold = field(init=False, repr=False)
     source: str = field(init=False, repr=False)
@@ -64,6 +85,8 @@ class RunState:
     n_tasks: int = field(init=False, repr=False)
     members: list[Any] = field(init=False, repr=False)
     candidates: list[Any] = field(init=False, repr=False)
+    repeated_pairs: bool = field(init=False, repr=False)
+    work: int = field(init=False, repr=False)
     featureless: np.ndarray = field(init=False, repr=False)
     ground_truth: dict[str, Any] | None = field(init=False, repr=False)
     report_data: dict[str, Any] = field(init=False, repr=False)

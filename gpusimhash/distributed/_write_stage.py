@@ -53,7 +53,7 @@ class WriteStage(RunState):
         removed_by = dict(self._by_partition(removed))
         wanted_by = dict(self._by_partition(clustered.rows))
         empty = np.zeros(0, np.int64)
-        # the codes first (small tasks), so the report's arrays are ready while parts are written
+        # the codes first (small tasks): the report's sample needs them before parts are written
         codes = [
             client.submit(partitions.take_codes, self.parts[d], rows, int(self.offsets[d]))
             for d, rows in wanted_by.items()
@@ -83,9 +83,13 @@ class WriteStage(RunState):
             )
             for d, file in enumerate(self.files)
         ]
-        code_of = self._codes(codes) if code_of is None else code_of
+        finished = [client.submit(_written, w) for w in written]
+        if code_of is None:  # the codes come back with the parts' counts: one wait
+            taken, done = client.gather([codes, finished])
+            code_of = self._stacked(taken)
+        else:
+            done = client.gather(finished)
         report = _report_columns(clustered, clusters, code_of)
-        done = client.gather([client.submit(_written, w) for w in written])
         self.ground_truth = (
             None if options.truth_field is None else self._ground_truth(written, truth_tasks)
         )
@@ -119,8 +123,12 @@ class WriteStage(RunState):
 
     def _codes(self, taken: list[Any]) -> np.ndarray:
         """Gather codes taken from partitions, in order."""
+        return self._stacked(self.client.gather(taken))
+
+    def _stacked(self, codes: list[np.ndarray]) -> np.ndarray:
+        """Stack codes taken from partitions, in order."""
         width = self.settings.bits // 8
-        return np.concatenate([np.zeros((0, width), np.uint8), *self.client.gather(taken)])
+        return np.concatenate([np.zeros((0, width), np.uint8), *codes])
 
     def _ground_truth(self, written: list[Any], n_tasks: int) -> dict[str, Any]:
         """Score removals from label counts summed by label on the workers (`label_task`)."""

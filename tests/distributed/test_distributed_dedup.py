@@ -105,7 +105,7 @@ _SINGLE = {}
 
 
 def _single(root, options):
-    key = json.dumps(options, sort_keys=True)
+    key = json.dumps([str(root), options], sort_keys=True)
     if key not in _SINGLE:
         out = root / f"single-{len(_SINGLE)}"
         _SINGLE[key] = (dedup_file(root / "all.jsonl", out, **options), out)
@@ -175,6 +175,37 @@ def test_a_graph_split_by_components_clusters_as_one_task_does(
     for name in ("clusters", "candidate_code_pairs", "distinct_codes"):
         assert result.summary["results"][name] == single.summary["results"][name], name
     assert spread["components"] == whole.summary["distributed"]["components"] > 50
+
+
+@pytest.mark.parametrize("whole", [True, False])
+def test_a_pair_two_feature_shares_find_is_kept_once(cluster, tmp_path, monkeypatch, whole):
+    # every word doubled: the original's code, other features (counts), so the code has two
+    # representatives in the feature index and two shares may find one pair of codes
+    monkeypatch.undo()  # the feature join, and one task clusters the whole graph
+    if not whole:
+        monkeypatch.setattr(cluster_stage, "ONE_GROUP_WORK", -1)
+    doubled = [
+        {
+            **r,
+            "id": f"{r['id']}-doubled",
+            "text": " ".join(w for w in r["text"].split() for _ in "ab"),
+        }
+        for r in RECORDS[::10]
+    ]
+    records = RECORDS + doubled
+    _write(records, tmp_path / "all.jsonl")
+    (tmp_path / "parts").mkdir()
+    for p, rows in enumerate(np.array_split(np.arange(len(records)), 4)):
+        _write([records[r] for r in rows], tmp_path / "parts" / f"part{p}.jsonl")
+    options = {"min_cosine": 0.8}
+    with _client_with(cluster, 2) as client:
+        result = dedup(tmp_path / "parts", tmp_path / "spread", client=client, **options)
+    spread = result.summary["distributed"]
+    assert spread["join"]["pairs_repeat"]
+    assert (spread["cluster_groups"] == 1) == whole
+    single = _assert_same(tmp_path, tmp_path / "spread", options)
+    for name in ("clusters", "candidate_code_pairs", "distinct_codes"):
+        assert result.summary["results"][name] == single.summary["results"][name], name
 
 
 def test_every_worker_builds_its_own_copy_of_the_feature_index(

@@ -11,6 +11,7 @@ from gpusimhash.codes import code_words
 from gpusimhash.datasets.synth import CorpusSpec, generate
 from gpusimhash.dedup.candidates import feature_graph
 from gpusimhash.distributed import _features as features
+from gpusimhash.distributed import _pairs
 from gpusimhash.fingerprinting import featurize, fingerprint_batch
 from gpusimhash.verify._features import DocumentFeatures
 from gpusimhash.verify._threshold import plan_threshold
@@ -38,8 +39,8 @@ def _parts(bounds):
     """The partitions' featured documents, as `featured_documents` hands them out."""
     out = []
     for lo, hi in itertools.pairwise(bounds):
-        local = np.arange(lo, hi)
-        out.append((local, code_words(CODES[local]), FEATURES.take(local)))
+        rows = np.arange(lo, hi)
+        out.append((rows - lo, code_words(CODES[rows]), FEATURES.take(rows), hi - lo))
     return out
 
 
@@ -56,16 +57,19 @@ def test_shares_give_the_single_machines_pairs_once(cuts, shares, n_blocks, n_ta
     bounds = [0, *sorted(cuts), len(TEXTS)]
     indexed = features.index_documents(_parts(bounds), limit, n_blocks)
     found = [features.probe_share(indexed, s, shares, None) for s in range(shares)]
-    routed = [features.route_pairs(f, n_tasks) for f in found]
-    kept = [features.distinct_pairs([r[j] for r in routed]) for j in range(n_tasks)]
+    # kept once each by a shuffle (the components), or by the one task of the whole group
+    routed = [_pairs.route_pairs(f[0], n_tasks) for f in found]
+    kept = [_pairs.distinct_pairs([r[j] for r in routed]) for j in range(n_tasks)]
     pairs = np.concatenate(kept)
     expected = _single_machine_pairs(limit)
     assert len(expected) > 20
     assert (pairs[:, 0] < pairs[:, 1]).all()
     np.testing.assert_array_equal(pairs[np.lexsort(pairs.T[::-1])], expected)
-    assert features.index_summary(indexed)[0] == np.unique(CODES, axis=0).shape[0]
-    # one representative per code: the shares' pairs are distinct as they come
     direct = np.concatenate([f[0] for f in found])
+    np.testing.assert_array_equal(_pairs.distinct(direct), expected)
+    assert features.index_summary(indexed)[0] == np.unique(CODES, axis=0).shape[0]
+    assert sum(features.share_counts(f)[0] for f in found) == direct.shape[0]
+    # one representative per code: the shares' pairs are distinct as they come
     distinct = np.unique(direct, axis=0).shape[0] == direct.shape[0]
     assert distinct or indexed.shared_codes
 
@@ -76,7 +80,7 @@ def test_a_code_of_two_feature_sets_is_deduplicated():
     batch = featurize(texts)
     words = np.zeros((3, 1), np.uint64)
     words[2] = 1
-    parts = [(np.arange(3), words, DocumentFeatures.from_batch(batch))]
+    parts = [(np.arange(3), words, DocumentFeatures.from_batch(batch), 3)]
     indexed = features.index_documents(parts, plan_threshold(64, min_cosine=0.5), 1)
     assert indexed.shared_codes
     pairs, passing = features.probe_share(indexed, 0, 1, None)
