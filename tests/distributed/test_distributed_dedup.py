@@ -198,7 +198,7 @@ def test_a_pair_two_feature_shares_find_is_kept_once(cluster, tmp_path, monkeypa
     for p, rows in enumerate(np.array_split(np.arange(len(records)), 4)):
         _write([records[r] for r in rows], tmp_path / "parts" / f"part{p}.jsonl")
     options = {"min_cosine": 0.8}
-    with _client_with(cluster, 2) as client:
+    with _client_with(cluster, 3) as client:
         result = dedup(tmp_path / "parts", tmp_path / "spread", client=client, **options)
     spread = result.summary["distributed"]
     assert spread["join"]["pairs_repeat"]
