@@ -159,9 +159,11 @@ def join_stage(client, n_codes: int, n_crowded: int, split: bool) -> dict:
     options = DedupOptions(max_distance=radius)
     # the join's inputs set by hand: `_Run.execute` would fingerprint files first
     paths = [Path(f"part{p}") for p in range(n_parts)]
-    run = _Run(client, paths, Path("."), FingerprintSettings(bits=bits), options)
+    workers = len(client.scheduler_info()["workers"])
+    run = _Run(client, paths, Path("."), FingerprintSettings(bits=bits), options, workers, False)
     run.token = f"split{int(split)}{time.monotonic_ns()}"
     run.limit = options.threshold(bits)
+    run.source = "codes"
     sizes = [n_codes // n_parts] * n_parts
     crowded = [n_crowded // n_parts] * n_parts
     run.offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
@@ -173,7 +175,7 @@ def join_stage(client, n_codes: int, n_crowded: int, split: bool) -> dict:
     wait(run.parts)
     made = time.perf_counter()
     with get_task_stream(client) as stream:
-        stats = run._join()
+        stats = run._join(run._start_join())
         pairs = np.concatenate(client.gather(run.candidates))
     done = time.perf_counter()
     longest = max(

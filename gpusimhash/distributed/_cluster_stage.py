@@ -245,9 +245,7 @@ class ClusterStage(RunState):
             )
         # every group's documents taken before any group is clustered: a worker (one task at a
         # time) would otherwise make the next groups' shares wait behind a clustering
-        from dask.distributed import wait
-
-        wait([t for group in taken for t in group])  # type: ignore[no-untyped-call]
+        self._settle([t for group in taken for t in group])
         return [
             client.submit(
                 _cluster_group,

@@ -51,6 +51,7 @@ from __future__ import annotations
 import dataclasses
 import time
 import uuid
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,6 +63,7 @@ from gpusimhash.dedup.options import DedupOptions
 from gpusimhash.dedup.summary import removal_results, settings_summary
 from gpusimhash.distributed import _partitions as partitions
 from gpusimhash.distributed._cluster_stage import ClusterStage
+from gpusimhash.distributed._inline import InlineClient
 from gpusimhash.distributed._join_stage import JoinStage
 from gpusimhash.distributed._write_stage import WriteStage
 from gpusimhash.fingerprinting import FingerprintSettings, resolve_device
@@ -74,6 +76,10 @@ __all__ = ["DistributedResult", "dedup"]
 
 # the join is exact; a partition with an invalid record stops the run
 _UNSUPPORTED = {"recall": None, "skip_invalid": False}
+# input bytes (as stored) up to which the whole run is one task on one worker: below them the
+# stages' fixed costs, about 0.3 s on 2 local workers, exceed what spreading the work saves
+# (`bench/results/distributed_real.json`: about 110,000 PyPI summaries in JSONL)
+ONE_TASK_INPUT_BYTES = 8 << 20
 
 
 @dataclass
@@ -109,6 +115,7 @@ def dedup(
     bits: int = 256,
     seed: int = 0,
     featurizer: TextFeaturizer | None = None,
+    one_task_input_bytes: int | None = None,
     **options: Any,
 ) -> DistributedResult:
     r"""Remove near-duplicate documents from partitioned files on a Dask cluster.
@@ -133,6 +140,10 @@ def dedup(
         The cluster; default: the current client (``distributed.get_client()``).
     bits, seed, featurizer
         How to fingerprint (a tf-idf featurizer must be fitted beforehand).
+    one_task_input_bytes : int, optional
+        Input files of at most this many bytes in all (as stored) run as one task on one
+        worker, every stage a call in its process (`gpusimhash.distributed._inline`), the
+        same outputs; default `ONE_TASK_INPUT_BYTES`; ``-1``: never.
     **options
         The fields of `gpusimhash.dedup.pipeline.DedupOptions`, except ``recall`` (the join
         is exact), ``skip_invalid`` (an invalid record stops the run), ``against`` and
@@ -185,14 +196,35 @@ def dedup(
     dedup_options = DedupOptions(**options)
     if dedup_options.id_field is None and has_id_field(paths[0], dedup_options.reading):
         dedup_options = dataclasses.replace(dedup_options, id_field="id")
-    run = _Run(
-        client=_client(client),
-        paths=paths,
-        out_dir=Path(out_dir),
-        settings=settings,
-        options=dedup_options,
-    )
-    return run.execute()
+    client = _client(client)
+    state: dict[str, Any] = {
+        "paths": paths,
+        "out_dir": Path(out_dir),
+        "settings": settings,
+        "options": dedup_options,
+        "cluster_workers": len(client.scheduler_info().get("workers", {})),
+    }
+    limit = ONE_TASK_INPUT_BYTES if one_task_input_bytes is None else one_task_input_bytes
+    if sum(path.stat().st_size for path in paths) <= limit:
+        return _as_one_task(client, state)
+    return _Run(client=client, one_task=False, **state).execute()
+
+
+def _as_one_task(client: Any, state: dict[str, Any]) -> DistributedResult:
+    """Run every stage as one task on one worker; raise its warnings here."""
+    task = client.submit(_run_inline, state, key=f"gpusimhash-one-task-{uuid.uuid4().hex[:10]}")
+    result, caught = task.result()
+    for message, category in caught:
+        warnings.warn(message, category, stacklevel=3)
+    return result
+
+
+def _run_inline(state: dict[str, Any]) -> tuple[DistributedResult, list[tuple[str, type]]]:
+    """Run every stage in this process, each task a call (a task): the result, and its warnings."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = _Run(client=InlineClient(), one_task=True, **state).execute()
+    return result, [(str(w.message), w.category) for w in caught]
 
 
 def _client(client: Any) -> Any:
@@ -312,7 +344,8 @@ class _Run(JoinStage, ClusterStage, WriteStage):
                 str(int(s)): int(c) for s, c in zip(size_values, size_counts, strict=True)
             },
             "distributed": {
-                "workers": len(self.client.scheduler_info().get("workers", {})),
+                "workers": self.cluster_workers,
+                "one_task": self.one_task,
                 "partitions": len(self.paths),
                 "tables": n_tables,
                 "blocks": stats["blocks"],

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from gpusimhash.dedup.options import DedupOptions
+from gpusimhash.distributed._inline import InlineClient
 from gpusimhash.distributed._partitions import PartFile, ReadOptions
 from gpusimhash.fingerprinting import FingerprintSettings
 from gpusimhash.verify._threshold import Threshold
@@ -67,6 +68,9 @@ class RunState:
     out_dir: Path
     settings: FingerprintSettings
     options: DedupOptions
+    # the cluster's workers, and whether this run is one task on one of them (`_inline`)
+    cluster_workers: int
+    one_task: bool
     # set by the stages as they run: the task names' token, the threshold, where the
     # candidates come from ("features" or "codes", as on one machine), how partitions are read, futures of each partition's fingerprinted `Part`, their files, the global row of
     # each partition's first document (then n), workers, tasks per shuffle (and node shards),
@@ -99,6 +103,14 @@ class RunState:
     def key(self, stage: str, *index: int) -> str:
         """Return a task key: stage, run and indices."""
         return "-".join(["gpusimhash", stage, self.token, *map(str, index)])
+
+    def _settle(self, futures: list[Any]) -> None:
+        """Wait until the futures' tasks are done where they run, fetching nothing."""
+        if isinstance(self.client, InlineClient):
+            return  # done as submitted
+        from dask.distributed import wait
+
+        wait(futures)  # type: ignore[no-untyped-call]
 
     def _by_partition(self, rows: np.ndarray) -> list[tuple[int, np.ndarray]]:
         """Split ascending global rows by partition (nonempty ones only)."""
