@@ -29,13 +29,16 @@ join; ``128r3``: 128 bits, radius 3, the codes' join): for each worker count (1,
 core each), a process cluster is started and warmed up once, then for each size and setting
 `dedup_file` on one JSONL file runs, its compiled loops and FAISS on every core and then on one
 core, right before the distributed dedup of the same documents in ``--parts`` JSONL partitions.
-Records each run's wall time, stages, the load average and the cores other jobs used, the
-cluster's time against one machine's on every core (what the cluster gave on this machine) and
-on one core (what each worker, of one core, added), and whether the kept documents and
-duplicates report are byte-identical:
+The distributed dedup runs twice: its stages spread over the workers, and on the driver, every
+task a call in this process (`gpusimhash.distributed.dedup`'s ``driver_input_bytes``);
+"default" marks the one its input's bytes choose. With ``--repeat N`` all of it runs N times, interleaved, and the
+table compares the medians. Records each run's wall time, stages, the load average and the
+cores other jobs used, the cluster's time against one machine's on every core (what the
+cluster gave on this machine) and on one core (what each worker, of one core, added), and
+whether the kept documents and duplicates report are byte-identical:
 
     python bench/bench_distributed.py --corpus /work/shared/data/pypi_summaries.txt.gz \
-        --sizes 50000 100000 200000
+        --sizes 50000 100000 200000 --repeat 3
 
 Writes ``bench/results/distributed_real.json``.
 """
@@ -64,6 +67,7 @@ from gpusimhash.dedup.pipeline import dedup_file
 from gpusimhash.distributed import _components as components
 from gpusimhash.distributed import dedup, local_cluster
 from gpusimhash.distributed._join_stage import TASK_DOCUMENTS
+from gpusimhash.distributed._pipeline import DRIVER_INPUT_BYTES
 from gpusimhash.distributed._run import piece
 
 # 4 tables of 32 bits. Radius 7 (8 tables of 16 bits) gives ~100M candidate pairs of codes at 2M
@@ -329,6 +333,8 @@ def estimate(rows: list[dict], n_docs: int, piece_s: float) -> list[dict]:
 
 
 CORPUS_SETTINGS = {"defaults": {}, "128r3": {"bits": 128, "max_distance": 3}}
+# the two ways to run a corpus: its stages spread over the workers, or every task on the driver
+RUN_AS = {"stages": -1, "on the driver": 1 << 62}
 
 
 def write_lines(folder: Path, lines: list[str], n_parts: int) -> Path:
@@ -362,8 +368,9 @@ def compare_on_corpus(args: argparse.Namespace) -> None:
 
     One cluster at a time (several clients in one process share none of their machinery
     safely): for each worker count, a cluster is started and warmed up, then for each size and
-    setting one machine runs, right before the cluster on the same documents, so that each
-    ratio compares two neighbouring runs.
+    setting, ``--repeat`` times, one machine runs (every core, then one), right before the
+    cluster on the same documents, its stages spread and then on the driver. The table compares
+    medians; "default" is what ``dedup`` chose by the input's bytes.
     """
     from distributed import Client
 
@@ -379,30 +386,16 @@ def compare_on_corpus(args: argparse.Namespace) -> None:
             for name in args.settings:
                 options = CORPUS_SETTINGS[name]
                 dedup_file(warm / "all.jsonl", args.data / "out-warm" / name, **options)
-                dedup(
-                    warm / "parts", args.data / "out-warm" / f"{name}-{n}", client=client, **options
-                )
+                for mode, limit in RUN_AS.items():
+                    out = args.data / "out-warm" / f"{name}-{n}-{mode}"
+                    dedup(warm / "parts", out, client=client, driver_input_bytes=limit, **options)
             for size, folder in folders.items():
                 for name in args.settings:
-                    rows += _one_machine_then_cluster(client, n, size, name, folder, args.data)
-                    print(
-                        *(rows[-1][k] for k in ("docs", "settings", "run", "seconds")), flush=True
-                    )
-    table = [
-        {
-            "docs": r["docs"],
-            "settings": r["settings"],
-            "run": r["run"],
-            "join": r["join"]["method"] if "join" in r else r["candidates"],
-            "load": round(r["load_average_before"][0], 2),
-            "others' cores": r["other_jobs_cores"],
-            "seconds": r["seconds"],
-            "vs one machine": r.get("vs_one_machine", "-"),
-            "vs one core": r.get("vs_one_core", "-"),
-            "identical": r.get("identical_to_single", "-"),
-        }
-        for r in rows
-    ]
+                    for repeat in range(args.repeat):
+                        found = _one_machine_then_cluster(client, n, size, name, folder, args.data)
+                        rows += [row | {"repeat": repeat} for row in found]
+                        print(*((r["run"], r["seconds"]) for r in found), size, name, flush=True)
+    table = _corpus_table(rows)
     print_table(table, list(table[0]))
     path = write_json(
         "distributed_real.json",
@@ -410,6 +403,8 @@ def compare_on_corpus(args: argparse.Namespace) -> None:
             "corpus": str(args.corpus),
             "sizes": sorted(args.sizes),
             "parts": args.parts,
+            "repeat": args.repeat,
+            "driver_input_bytes": DRIVER_INPUT_BYTES,
             "settings": {name: CORPUS_SETTINGS[name] for name in args.settings},
             "runs": rows,
             "table": table,
@@ -419,41 +414,85 @@ def compare_on_corpus(args: argparse.Namespace) -> None:
     print(f"wrote {path}")
 
 
+def _corpus_table(rows: list[dict]) -> list[dict]:
+    """Median seconds of each run per size, setting and workers, and the ratios of the medians."""
+    table = []
+    keys = sorted({(r["docs"], r["settings"], r["cluster_workers"]) for r in rows})
+    for docs, name, n in keys:
+        runs = [
+            r for r in rows if (r["docs"], r["settings"], r["cluster_workers"]) == (docs, name, n)
+        ]
+        median = {
+            run: float(np.median([r["seconds"] for r in runs if r["run"] == run]))
+            for run in dict.fromkeys(r["run"] for r in runs)
+        }
+        one_machine, one_core = median["one machine"], median["one machine, 1 core"]
+        chosen = next(r for r in runs if r.get("chosen"))["run"]
+        for run, seconds in median.items():
+            cluster = [r for r in runs if r["run"] == run and r["workers"]]
+            table.append(
+                {
+                    "docs": docs,
+                    "settings": name,
+                    "workers": n,
+                    "run": run + (" (default)" if run == chosen else ""),
+                    "median s": round(seconds, 2),
+                    "range s": "{:.2f}-{:.2f}".format(
+                        *(f(r["seconds"] for r in runs if r["run"] == run) for f in (min, max))
+                    ),
+                    "vs one machine": round(one_machine / seconds, 2) if cluster else "-",
+                    "vs one core": round(one_core / seconds, 2) if cluster else "-",
+                    "identical": all(r["identical_to_single"] for r in cluster) if cluster else "-",
+                }
+            )
+    return table
+
+
 def _one_machine_then_cluster(
     client, n: int, size: int, name: str, folder: Path, data: Path
 ) -> list[dict]:
-    """Run one machine on every core and on one core, then the cluster of ``n`` workers.
+    """Run one machine on every core and on one core, then the cluster of ``n`` workers both ways.
 
     The workers have one core each: against one machine on one core, the ratio says what each
     worker added; against one machine on every core, what the cluster gave on this machine.
     """
     options = CORPUS_SETTINGS[name]
     out = data / f"out-real-{size}" / name
-    before = f"(before {n} worker{'s' if n > 1 else ''})"
     single = _one_machine(folder, out / f"single-{n}", options, size, name, None)
-    single["run"] = f"one machine {before}"
     one_core = _one_machine(folder, out / f"single-{n}-1", options, size, name, 1)
-    one_core["run"] = f"one machine, 1 core {before}"
-    target = out / f"workers{n}"
-    seconds, spread, others, load = _timed(
-        functools.partial(dedup, folder / "parts", target, client=client, **options)
-    )
-    cluster = {
-        "docs": size,
-        "settings": name,
-        "run": f"{n} worker" + ("s" if n > 1 else ""),
-        "workers": n,
-        "seconds": round(seconds, 2),
-        "timings_s": spread.summary["timings_s"],
-        "results": spread.summary["results"],
-        "join": spread.summary["distributed"]["join"],
-        "load_average_before": load,
-        "other_jobs_cores": others,
-        "vs_one_machine": round(single["seconds"] / seconds, 2),
-        "vs_one_core": round(one_core["seconds"] / seconds, 2),
-        "identical_to_single": same_outputs(out / f"single-{n}", target),
-    }
-    return [single, one_core, cluster]
+    single["run"], one_core["run"] = "one machine", "one machine, 1 core"
+    rows = [single, one_core]
+    chosen = sum(p.stat().st_size for p in (folder / "parts").iterdir()) <= DRIVER_INPUT_BYTES
+    for mode, limit in RUN_AS.items():
+        target = out / f"workers{n}-{mode}"
+        seconds, spread, others, load = _timed(
+            functools.partial(
+                dedup,
+                folder / "parts",
+                target,
+                client=client,
+                driver_input_bytes=limit,
+                **options,
+            )
+        )
+        rows.append(
+            {
+                "docs": size,
+                "settings": name,
+                "run": mode,
+                "workers": n,
+                "chosen": (mode == "on the driver") == chosen,
+                "seconds": round(seconds, 2),
+                "timings_s": spread.summary["timings_s"],
+                "results": spread.summary["results"],
+                "join": spread.summary["distributed"]["join"],
+                "load_average_before": load,
+                "other_jobs_cores": others,
+                "identical_to_single": same_outputs(out / f"single-{n}", target),
+            }
+        )
+    single["chosen"] = one_core["chosen"] = False
+    return [row | {"cluster_workers": n} for row in rows]
 
 
 def _one_machine(
@@ -496,7 +535,8 @@ def main() -> None:
         "--repeat",
         type=int,
         default=1,
-        help="run the configurations this many times, interleaved (the best of each compared)",
+        help="run the configurations this many times, interleaved (the best of each compared; "
+        "with --corpus, the medians)",
     )
     parser.add_argument("--corpus", type=Path, help="compare with one machine on this corpus")
     parser.add_argument("--sizes", type=int, nargs="+", default=[50_000, 100_000, 200_000])

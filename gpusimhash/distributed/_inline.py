@@ -1,9 +1,9 @@
 """The Dask client calls of a distributed deduplication, run at once in this process.
 
-A corpus small enough runs as one task on one worker (`gpusimhash.distributed._pipeline`):
-that task runs the same stages through an `InlineClient`, whose ``submit`` calls the function
-at once, so every task of the run is a call in the worker's process, with no scheduling, no
-transfer and no serialization, and the outputs are those of the stages on the cluster.
+A corpus small enough is deduplicated by the driver (`gpusimhash.distributed._pipeline`): the
+same stages run through an `InlineClient`, whose ``submit`` calls the function at once, so
+every task of the run is a call in this process, with no scheduling, no transfer and no
+serialization, and the outputs are those of the stages on the cluster.
 
 Only what the stages call is offered: ``submit``, ``gather``, ``scatter``, ``run`` and
 ``scheduler_info``, and a future's ``result``. As on a cluster, a task's exception is raised

@@ -51,7 +51,6 @@ from __future__ import annotations
 import dataclasses
 import time
 import uuid
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,10 +75,11 @@ __all__ = ["DistributedResult", "dedup"]
 
 # the join is exact; a partition with an invalid record stops the run
 _UNSUPPORTED = {"recall": None, "skip_invalid": False}
-# input bytes (as stored) up to which the whole run is one task on one worker: below them the
-# stages' fixed costs, about 0.3 s on 2 local workers, exceed what spreading the work saves
-# (`bench/results/distributed_real.json`: about 110,000 PyPI summaries in JSONL)
-ONE_TASK_INPUT_BYTES = 8 << 20
+# input bytes (as stored) up to which the run is the driver's: one machine does such a corpus in
+# about a second (about 110,000 PyPI summaries in JSONL), less than the stages' fixed costs on
+# the cluster (about 0.3 s on 2 local workers) and their share of the work save
+# (`bench/results/distributed_real.json`)
+DRIVER_INPUT_BYTES = 8 << 20
 
 
 @dataclass
@@ -115,7 +115,7 @@ def dedup(
     bits: int = 256,
     seed: int = 0,
     featurizer: TextFeaturizer | None = None,
-    one_task_input_bytes: int | None = None,
+    driver_input_bytes: int | None = None,
     **options: Any,
 ) -> DistributedResult:
     r"""Remove near-duplicate documents from partitioned files on a Dask cluster.
@@ -140,10 +140,11 @@ def dedup(
         The cluster; default: the current client (``distributed.get_client()``).
     bits, seed, featurizer
         How to fingerprint (a tf-idf featurizer must be fitted beforehand).
-    one_task_input_bytes : int, optional
-        Input files of at most this many bytes in all (as stored) run as one task on one
-        worker, every stage a call in its process (`gpusimhash.distributed._inline`), the
-        same outputs; default `ONE_TASK_INPUT_BYTES`; ``-1``: never.
+    driver_input_bytes : int, optional
+        Input files of at most this many bytes in all (as stored) are deduplicated by this
+        process, not the cluster: the same stages and outputs, each task a call here
+        (`gpusimhash.distributed._inline`), the compiled loops on this process's threads;
+        default `DRIVER_INPUT_BYTES`; ``-1``: always the cluster.
     **options
         The fields of `gpusimhash.dedup.pipeline.DedupOptions`, except ``recall`` (the join
         is exact), ``skip_invalid`` (an invalid record stops the run), ``against`` and
@@ -204,27 +205,10 @@ def dedup(
         "options": dedup_options,
         "cluster_workers": len(client.scheduler_info().get("workers", {})),
     }
-    limit = ONE_TASK_INPUT_BYTES if one_task_input_bytes is None else one_task_input_bytes
-    if sum(path.stat().st_size for path in paths) <= limit:
-        return _as_one_task(client, state)
-    return _Run(client=client, one_task=False, **state).execute()
-
-
-def _as_one_task(client: Any, state: dict[str, Any]) -> DistributedResult:
-    """Run every stage as one task on one worker; raise its warnings here."""
-    task = client.submit(_run_inline, state, key=f"gpusimhash-one-task-{uuid.uuid4().hex[:10]}")
-    result, caught = task.result()
-    for message, category in caught:
-        warnings.warn(message, category, stacklevel=3)
-    return result
-
-
-def _run_inline(state: dict[str, Any]) -> tuple[DistributedResult, list[tuple[str, type]]]:
-    """Run every stage in this process, each task a call (a task): the result, and its warnings."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        result = _Run(client=InlineClient(), one_task=True, **state).execute()
-    return result, [(str(w.message), w.category) for w in caught]
+    limit = DRIVER_INPUT_BYTES if driver_input_bytes is None else driver_input_bytes
+    if sum(path.stat().st_size for path in paths) <= limit:  # every task a call, here
+        return _Run(client=InlineClient(), on_driver=True, **state).execute()
+    return _Run(client=client, on_driver=False, **state).execute()
 
 
 def _client(client: Any) -> Any:
@@ -345,7 +329,7 @@ class _Run(JoinStage, ClusterStage, WriteStage):
             },
             "distributed": {
                 "workers": self.cluster_workers,
-                "one_task": self.one_task,
+                "on_driver": self.on_driver,
                 "partitions": len(self.paths),
                 "tables": n_tables,
                 "blocks": stats["blocks"],

@@ -68,9 +68,9 @@ class RunState:
     out_dir: Path
     settings: FingerprintSettings
     options: DedupOptions
-    # the cluster's workers, and whether this run is one task on one of them (`_inline`)
+    # the cluster's workers, and whether the driver runs every task itself (`_inline`)
     cluster_workers: int
-    one_task: bool
+    on_driver: bool
     # set by the stages as they run: the task names' token, the threshold, where the
     # candidates come from ("features" or "codes", as on one machine), how partitions are read, futures of each partition's fingerprinted `Part`, their files, the global row of
     # each partition's first document (then n), workers, tasks per shuffle (and node shards),

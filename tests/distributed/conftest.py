@@ -1,6 +1,6 @@
 """Shared setup of the distributed tests: the stages on the cluster, and a chosen join.
 
-Every corpus of these tests is small enough to run as one task (`_pipeline.ONE_TASK_INPUT_BYTES`):
+Every corpus of these tests is small enough for the driver to run (`_pipeline.DRIVER_INPUT_BYTES`):
 they run the stages on the cluster unless a test says otherwise.
 """
 
@@ -15,12 +15,12 @@ from gpusimhash.distributed import _join_stage, _pipeline
 
 @pytest.fixture(autouse=True)
 def stages_on_the_cluster():
-    """Run every stage on the cluster, not the whole run as one task, unless a test says so.
+    """Run every stage on the cluster, not the driver, unless a test says so.
 
     Its own patch, which a test's ``monkeypatch.undo()`` leaves in place.
     """
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(_pipeline, "ONE_TASK_INPUT_BYTES", -1)
+        patch.setattr(_pipeline, "DRIVER_INPUT_BYTES", -1)
         yield
 
 

@@ -1,4 +1,4 @@
-"""A small corpus runs as one task on one worker: the stages' outputs, the stages' errors."""
+"""A small corpus is deduplicated by the driver: the stages' outputs, the stages' errors."""
 
 import json
 import warnings
@@ -24,17 +24,13 @@ RECORDS = [
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
     """The corpus as one file and as 5 partitions."""
-    root = tmp_path_factory.mktemp("one-task")
+    root = tmp_path_factory.mktemp("on-driver")
     lines = [json.dumps(r) + "\n" for r in RECORDS]
     (root / "all.jsonl").write_text("".join(lines))
     (root / "parts").mkdir()
     for p, rows in enumerate(np.array_split(np.arange(len(lines)), 5)):
         (root / "parts" / f"part{p}.jsonl").write_text("".join(lines[r] for r in rows))
     return root
-
-
-def _task_keys(stream):
-    return [t["key"] if isinstance(t["key"], str) else t["key"][0] for t in stream.data]
 
 
 def _kept(out):
@@ -81,56 +77,55 @@ def test_an_inline_tasks_error_is_raised_where_its_result_is_asked_for():
         {"min_jaccard": 0.6, "keep": "longest", "empty_as_duplicates": True},
     ],
 )
-def test_one_task_writes_the_single_machines_outputs(corpus, tmp_path, options):
+def test_the_driver_writes_the_single_machines_outputs(corpus, tmp_path, options):
     single = dedup_file(corpus / "all.jsonl", tmp_path / "single", **options)
     with (
-        distributed.LocalCluster(
-            processes=True, n_workers=2, threads_per_worker=1, dashboard_address=":0"
-        ) as cluster,
-        distributed.Client(cluster) as client,
+        distributed.Client(
+            processes=False, n_workers=2, threads_per_worker=1, dashboard_address=":0"
+        ) as client,
         distributed.get_task_stream(client) as stream,
     ):
         result = dedup(
             corpus / "parts",
             tmp_path / "spread",
             client=client,
-            one_task_input_bytes=1 << 30,
+            driver_input_bytes=1 << 30,
             **options,
         )
     spread = result.summary["distributed"]
-    assert spread["one_task"]
+    assert spread["on_driver"]
     assert spread["workers"] == 2
-    assert [key.split("-")[1] for key in _task_keys(stream)] == ["one"]
+    assert not stream.data  # no task on the cluster
     _same_outputs(tmp_path / "single", tmp_path / "spread")
     np.testing.assert_array_equal(result.removed, np.flatnonzero(~single.kept))
     for name in ("removed", "clusters", "candidate_code_pairs", "distinct_codes"):
         assert result.summary["results"][name] == single.summary["results"][name], name
     assert result.summary["results"]["removed"] > 50
     summary = json.loads((tmp_path / "spread" / "summary.json").read_text())
-    assert summary["distributed"]["one_task"]
+    assert summary["distributed"]["on_driver"]
 
 
 @pytest.mark.slow
-def test_the_input_bytes_decide_one_task_or_the_stages(corpus, tmp_path, monkeypatch):
+def test_the_input_bytes_decide_the_driver_or_the_cluster(corpus, tmp_path, monkeypatch):
     size = sum(p.stat().st_size for p in (corpus / "parts").iterdir())
     with distributed.Client(
         processes=False, n_workers=2, threads_per_worker=1, dashboard_address=":0"
     ) as client:
-        for limit, one_task in ((size, True), (size - 1, False)):
+        for limit, on_driver in ((size, True), (size - 1, False)):
             out = tmp_path / str(limit)
             with distributed.get_task_stream(client) as stream:
-                result = dedup(corpus / "parts", out, client=client, one_task_input_bytes=limit)
-            assert result.summary["distributed"]["one_task"] == one_task
-            assert (len(_task_keys(stream)) == 1) == one_task
-        monkeypatch.setattr(_pipeline, "ONE_TASK_INPUT_BYTES", size)  # the default
+                result = dedup(corpus / "parts", out, client=client, driver_input_bytes=limit)
+            assert result.summary["distributed"]["on_driver"] == on_driver
+            assert (not stream.data) == on_driver
+        monkeypatch.setattr(_pipeline, "DRIVER_INPUT_BYTES", size)  # the default
         result = dedup(corpus / "parts", tmp_path / "default", client=client)
-    assert result.summary["distributed"]["one_task"]
+    assert result.summary["distributed"]["on_driver"]
     for out in (str(size - 1), "default"):
         _same_outputs(tmp_path / str(size), tmp_path / out)
 
 
 @pytest.mark.slow
-def test_one_task_raises_its_warnings_and_errors_on_the_driver(corpus, tmp_path, monkeypatch):
+def test_the_driver_warns_and_fails_as_the_cluster(corpus, tmp_path, monkeypatch):
     monkeypatch.setattr(join_plan, "_WARN_RATIO", 0.0)  # every join of the codes warns
     monkeypatch.setattr(join_plan, "_WARN_SECONDS", -1.0)
     (tmp_path / "bad").mkdir()
@@ -138,20 +133,22 @@ def test_one_task_raises_its_warnings_and_errors_on_the_driver(corpus, tmp_path,
     (tmp_path / "bad" / "b.jsonl").write_text(json.dumps({"id": "x", "body": "no text"}) + "\n")
     with pytest.raises(InputError) as single:
         dedup_file(tmp_path / "bad" / "b.jsonl", tmp_path / "single", id_field="id")
-    with (
-        distributed.Client(
-            processes=False, n_workers=1, threads_per_worker=1, dashboard_address=":0"
-        ) as client,
-        warnings.catch_warnings(record=True) as caught,
-    ):
-        warnings.simplefilter("always", join_plan.JoinWorkWarning)
-        options = {"one_task_input_bytes": 1 << 30, "candidates": "codes"}
-        result = dedup(corpus / "parts", tmp_path / "codes", client=client, **options)
-        with pytest.raises(InputError) as spread:
-            dedup(tmp_path / "bad", tmp_path / "bad-out", client=client, **options)
-    assert result.summary["distributed"]["one_task"]
-    found = [w for w in caught if issubclass(w.category, join_plan.JoinWorkWarning)]
-    assert len(found) == 1
-    assert "estimated at" in str(found[0].message)
-    assert str(spread.value) == str(single.value)
-    assert "b.jsonl, line 1: no field 'text'" in str(spread.value)
+    caught = {}
+    with distributed.Client(
+        processes=False, n_workers=1, threads_per_worker=1, dashboard_address=":0"
+    ) as client:
+        for limit in (1 << 30, -1):
+            with warnings.catch_warnings(record=True) as caught[limit]:
+                warnings.simplefilter("always", join_plan.JoinWorkWarning)
+                options = {"driver_input_bytes": limit, "candidates": "codes"}
+                dedup(corpus / "parts", tmp_path / f"codes{limit}", client=client, **options)
+            with pytest.raises(InputError) as spread:
+                dedup(tmp_path / "bad", tmp_path / f"bad{limit}", client=client, **options)
+            assert str(spread.value) == str(single.value)
+            assert "b.jsonl, line 1: no field 'text'" in str(spread.value)
+    warned = [
+        [str(w.message) for w in found if issubclass(w.category, join_plan.JoinWorkWarning)]
+        for found in caught.values()
+    ]
+    assert len(warned[0]) == 1
+    assert warned[0] == warned[1]
