@@ -170,7 +170,7 @@ def _run(corpus, out, monkeypatch, split_codes):
             settings=FingerprintSettings(bits=FAST["bits"], seed=0, featurizer=TextFeaturizer()),
             options=DedupOptions(**{k: v for k, v in FAST.items() if k != "bits"}),
             cluster_workers=2,
-            one_task=False,
+            on_driver=False,
         )
         result = run.execute()
     assert all(f.dtype == np.int64 and f.ndim == 2 and (f[:, 0] < f[:, 1]).all() for f in found)
