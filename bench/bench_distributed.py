@@ -212,7 +212,8 @@ def run_cluster(n_workers: int, threads: int, folder: Path, out: Path, repeat: i
         local_cluster(n_workers, threads, dashboard_address=":0") as cluster,
         Client(cluster) as client,
     ):
-        dedup(folder / "warmup", out / "warmup", client=client, **SETTINGS)
+        # the stages on the workers, whatever the input's size (not the driver)
+        dedup(folder / "warmup", out / "warmup", client=client, driver_input_bytes=-1, **SETTINGS)
         idle = client.run(_rss)
         driver_idle = _rss()
         load = os.getloadavg()
@@ -223,6 +224,7 @@ def run_cluster(n_workers: int, threads: int, folder: Path, out: Path, repeat: i
                 folder / "parts",
                 out / _name(n_workers, threads, repeat),
                 client=client,
+                driver_input_bytes=-1,
                 **SETTINGS,
             )
             seconds = time.perf_counter() - start

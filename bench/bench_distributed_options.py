@@ -93,10 +93,12 @@ def main() -> None:
             from dask.distributed import Client
 
             with Client(cluster) as client:
-                dedup(root / "parts", root / "warm-up", client=client, **SETTINGS, report=True)
+                # the stages on the workers, whatever the input's size (not the driver)
+                on_workers = {"client": client, "driver_input_bytes": -1}
+                dedup(root / "parts", root / "warm-up", **on_workers, **SETTINGS, report=True)
                 for label, options in OPTIONS.items():
                     start = time.perf_counter()
-                    dedup(root / "parts", root / label, client=client, **SETTINGS, **options)
+                    dedup(root / "parts", root / label, **on_workers, **SETTINGS, **options)
                     spread = time.perf_counter() - start
                     start = time.perf_counter()
                     dedup_file(root / "all.jsonl", root / f"one-{label}", **SETTINGS, **options)

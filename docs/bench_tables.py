@@ -350,7 +350,14 @@ SHOWN = {
     "distributed_options.json": Results("Options of the distributed dedup and what each adds"),
     "distributed_real.json": Results(
         "The whole dedup on Dask against one machine: real summaries",
-        (Table(("table",), caption="every run, in turns: one machine, 1 worker, 2 workers"),),
+        (
+            Table(
+                ("table",),
+                caption="medians of 3 interleaved repeats: one machine, then the stages on the "
+                "workers, then the same stages on the driver; (default) marks what the input's "
+                "bytes choose",
+            ),
+        ),
     ),
     "split_shares.json": Results("A crowded bucket joined whole or in shares"),
     "split_dask.json": Results("The distributed join with and without share tasks"),
