@@ -359,6 +359,10 @@ SHOWN = {
             ),
         ),
     ),
+    "malloc_cpu.json": Results(
+        "A worker's work under glibc's default, Dask's and local_cluster's malloc settings",
+        (Table(("table",), caption="seconds on one thread, best of the rounds"),),
+    ),
     "split_shares.json": Results("A crowded bucket joined whole or in shares"),
     "split_dask.json": Results("The distributed join with and without share tasks"),
     "loops_cpu.json": Results(

@@ -37,6 +37,25 @@ def test_every_worker_and_a_respawned_one_get_the_threads(monkeypatch):
         assert [w["nthreads"] for w in workers] == [1, 1]
 
 
+def test_the_workers_get_glibcs_ceilings_not_dasks_trim_threshold(monkeypatch):
+    # a nanny of another cluster in this process leaves Dask's value in its environment
+    monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "65536")
+    names = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_")
+
+    def thresholds():
+        return tuple(os.environ.get(name) for name in names)
+
+    with (
+        local_cluster(2, threads=1, dashboard_address=":0") as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        assert os.environ["MALLOC_TRIM_THRESHOLD_"] == "65536"  # this process keeps its own
+        ceilings = (str(32 << 20), str(64 << 20))
+        assert list(client.run(thresholds).values()) == [ceilings] * 2
+        client.restart()  # the nannies spawn their workers again
+        assert list(client.run(thresholds).values()) == [ceilings] * 2
+
+
 def test_clusters_made_one_after_another_get_their_own_counts():
     # the bench's sequence: the first cluster's counts must not stay in this process for the next
     for threads in (1, 2, 1):
