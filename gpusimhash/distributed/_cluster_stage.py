@@ -28,7 +28,7 @@ _GROUPS_PER_WORKER = 2  # clustering tasks per worker
 _MAX_ROUNDS = 256  # label propagation needs O(log^2 n) rounds: more means a bug
 # candidate pairs plus documents sharing a code up to which one task clusters the whole graph
 # (the first 200,000 PyPI summaries at the defaults, 536,379 pairs of codes: the whole stage in
-# 0.32 to 0.34 s on 2 workers, `bench/results/distributed_real.json`)
+# 0.25 to 0.26 s on 2 workers, `bench/results/distributed_real.json`)
 ONE_GROUP_WORK = 1 << 20
 
 
