@@ -30,6 +30,10 @@ _MAX_ROUNDS = 256  # label propagation needs O(log^2 n) rounds: more means a bug
 # (the first 200,000 PyPI summaries at the defaults, 536,379 pairs of codes: the whole stage in
 # 0.25 to 0.26 s on 2 workers, `bench/results/distributed_real.json`)
 ONE_GROUP_WORK = 1 << 20
+# partitions up to which each sends its share of the whole group unasked, an empty one too:
+# more small tasks (0.7 to 1 ms of the scheduler's time each, `_join_stage.TASK_DOCUMENTS`)
+# than a wait of the driver for the partitions holding some of its documents costs
+TAKE_EVERY_PARTITION = 32
 
 
 class ClusterStage(RunState):
@@ -74,7 +78,9 @@ class ClusterStage(RunState):
 
         One wait of the driver, where the components take a dozen: the graph gathered as one
         group (`groups.whole_group`, each pair once), its documents' features taken where each
-        partition is, clustered. Returns the clustering's result, or none for an empty graph.
+        partition is, clustered. Every partition sends its share, or, beyond
+        `TAKE_EVERY_PARTITION` partitions, those holding some of the group's documents, which
+        takes a second wait. Returns the clustering's result, or none for an empty graph.
         """
         client = self.client
         group = client.submit(
@@ -86,11 +92,18 @@ class ClusterStage(RunState):
             key=self.key("group", 0),
         )
         self.candidates, self.members = [], []
+        holding = np.arange(len(self.parts))
+        if len(self.parts) > TAKE_EVERY_PARTITION:  # those holding none of its documents: none
+            holding = np.flatnonzero(client.submit(_group_counts, group, self.offsets).result())
         taken = [
             client.submit(
-                _take_share, part, group, int(self.offsets[d]), key=self.key("group-take", 0, d)
+                _take_share,
+                self.parts[d],
+                group,
+                int(self.offsets[d]),
+                key=self.key("group-take", 0, d),
             )
-            for d, part in enumerate(self.parts)
+            for d in holding.tolist()
         ]
         *clustered, n_pairs, n_components = client.submit(
             _cluster_whole_group,
@@ -347,6 +360,12 @@ class ClusterStage(RunState):
 def _step_report(step: tuple[bool, list[np.ndarray]]) -> tuple[bool, int]:
     """Return whether a label propagation step changed an edge, and the bytes it emitted."""
     return step[0], nbytes(step[1])
+
+
+def _group_counts(group: tuple[np.ndarray, ...], offsets: np.ndarray) -> np.ndarray:
+    """Return the whole group's documents in each partition (a task)."""
+    partition = np.searchsorted(offsets, group[0][:, 0], side="right") - 1
+    return np.bincount(partition, minlength=offsets.size - 1)
 
 
 def _take_share(

@@ -180,7 +180,6 @@ class JoinStage(RunState):
         ]
         summary = client.submit(features.index_summary, replicas[0])
         self.members = [client.submit(features.index_members, replicas[0])]
-        del replicas  # each worker lets its index go once its shares are probed
         # the driver's one wait of the join: a share over budget raises here
         (distinct, documents, entries, shared, sent, n_members), *counts = client.gather(
             [summary, *(client.submit(features.share_counts, f) for f in found)]

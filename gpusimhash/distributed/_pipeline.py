@@ -1,7 +1,10 @@
 """The whole dedup on a Dask cluster, from partitioned files to kept files.
 
 Stages (task keys ``gpusimhash-<stage>-<run>-...``), each a mixin of the run over
-`gpusimhash.distributed._run.RunState` (``_join_stage``, ``_cluster_stage``, ``_write_stage``):
+`gpusimhash.distributed._run.RunState` (``_join_stage``, ``_cluster_stage``, ``_write_stage``).
+Input files of at most `DRIVER_INPUT_BYTES` in all run every stage in the driver's process
+instead, each task a call (`gpusimhash.distributed._inline`): the same outputs, without the
+stages' fixed costs on the cluster.
 
 1. ``fingerprint``: each partition (one input file) is read, featurized and fingerprinted on
    a worker and stays there (`Part`); the driver learns only its number of documents.
@@ -91,7 +94,7 @@ class DistributedResult:
     summary : dict
         As the single-machine summary (``settings``, ``results``, ``ground_truth``,
         ``cluster_sizes``, ``timings_s``, ``files``), plus ``distributed``: workers,
-        partitions, the join chosen (``join``: every join's estimate), tables or tiles and the
+        whether the driver ran every task (``on_driver``), partitions, the join chosen (``join``: every join's estimate), tables or tiles and the
         bytes each shuffle moved.
     removed : ndarray, dtype int64
         Global rows of the removed documents, ascending.

@@ -208,6 +208,24 @@ def test_a_pair_two_feature_shares_find_is_kept_once(cluster, tmp_path, monkeypa
         assert result.summary["results"][name] == single.summary["results"][name], name
 
 
+@pytest.mark.parametrize("every_partition", [True, False])
+def test_the_whole_group_takes_documents_from_every_partition_or_those_holding_some(
+    corpus, cluster, tmp_path, monkeypatch, every_partition
+):
+    monkeypatch.undo()  # the feature join, and one task clusters the whole graph
+    monkeypatch.setattr(cluster_stage, "TAKE_EVERY_PARTITION", 7 if every_partition else 6)
+    root, layouts = corpus
+    options = {"min_cosine": 0.8}
+    with _client_with(cluster, 3) as client, distributed.get_task_stream(client) as stream:
+        result = dedup(layouts[7], tmp_path, client=client, **options)
+    keys = [task["key"] if isinstance(task["key"], str) else task["key"][0] for task in stream.data]
+    takes = sum("-group-take-" in key for key in keys)
+    assert result.summary["distributed"]["cluster_groups"] == 1
+    # one of the 7 partitions is empty: it sends its share only unasked
+    assert takes == (7 if every_partition else 6)
+    _assert_same(root, tmp_path, options)
+
+
 def test_every_worker_builds_its_own_copy_of_the_feature_index(
     corpus, cluster, tmp_path, monkeypatch
 ):
