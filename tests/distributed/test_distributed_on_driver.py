@@ -16,7 +16,7 @@ from gpusimhash.distributed._inline import InlineClient
 from gpusimhash.io.readers import InputError
 
 RECORDS = [
-    {"id": f"d{d.id}", "text": d.text, "score": (d.id * 7919) % 101}
+    {"id": f"d{d.id}", "text": d.text, "score": (d.id * 7919) % 101, "group": d.group}
     for d in generate(CorpusSpec(n_docs=1500, seed=11, max_length=40))
 ]
 
@@ -103,6 +103,32 @@ def test_the_driver_writes_the_single_machines_outputs(corpus, tmp_path, options
     assert result.summary["results"]["removed"] > 50
     summary = json.loads((tmp_path / "spread" / "summary.json").read_text())
     assert summary["distributed"]["on_driver"]
+
+
+@pytest.mark.slow
+def test_the_driver_annotates_scores_and_reports_as_the_cluster(corpus, tmp_path):
+    options = {"annotate": True, "truth_field": "group", "report": True}
+    with distributed.Client(
+        processes=False, n_workers=2, threads_per_worker=1, dashboard_address=":0"
+    ) as client:
+        runs = {
+            limit: dedup(
+                corpus / "parts",
+                tmp_path / str(limit),
+                client=client,
+                driver_input_bytes=limit,
+                **options,
+            )
+            for limit in (1 << 30, -1)
+        }
+    on_driver, on_cluster = tmp_path / str(1 << 30), tmp_path / "-1"
+    files = sorted(p.relative_to(on_driver) for p in on_driver.rglob("*") if p.is_file())
+    assert {"report.md", "duplicates.jsonl", "annotated/part-00004.jsonl"} <= set(map(str, files))
+    for name in files:
+        if name.name != "summary.json":  # its timings and distributed section differ
+            assert (on_driver / name).read_bytes() == (on_cluster / name).read_bytes(), name
+    assert runs[1 << 30].summary["ground_truth"] == runs[-1].summary["ground_truth"]
+    assert [r.summary["distributed"]["on_driver"] for r in runs.values()] == [True, False]
 
 
 @pytest.mark.slow
