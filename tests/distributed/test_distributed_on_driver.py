@@ -10,6 +10,8 @@ distributed = pytest.importorskip("distributed")
 
 from gpusimhash.datasets.synth import CorpusSpec, generate
 from gpusimhash.dedup.pipeline import dedup_file
+from gpusimhash.distributed import _cluster_stage as cluster_stage
+from gpusimhash.distributed import _components as components
 from gpusimhash.distributed import _join_plan as join_plan
 from gpusimhash.distributed import _pipeline, dedup
 from gpusimhash.distributed._inline import InlineClient
@@ -106,7 +108,13 @@ def test_the_driver_writes_the_single_machines_outputs(corpus, tmp_path, options
 
 
 @pytest.mark.slow
-def test_the_driver_annotates_scores_and_reports_as_the_cluster(corpus, tmp_path):
+@pytest.mark.parametrize("by_components", [False, True])
+def test_the_driver_annotates_scores_and_reports_as_the_cluster(
+    corpus, tmp_path, monkeypatch, by_components
+):
+    if by_components:  # the graph split by its components, labelled in rounds, on either side
+        monkeypatch.setattr(cluster_stage, "ONE_GROUP_WORK", -1)
+        monkeypatch.setattr(components, "ONE_TASK_BYTES", -1)
     options = {"annotate": True, "truth_field": "group", "report": True}
     with distributed.Client(
         processes=False, n_workers=2, threads_per_worker=1, dashboard_address=":0"
@@ -129,6 +137,8 @@ def test_the_driver_annotates_scores_and_reports_as_the_cluster(corpus, tmp_path
             assert (on_driver / name).read_bytes() == (on_cluster / name).read_bytes(), name
     assert runs[1 << 30].summary["ground_truth"] == runs[-1].summary["ground_truth"]
     assert [r.summary["distributed"]["on_driver"] for r in runs.values()] == [True, False]
+    for run in runs.values():
+        assert (run.summary["distributed"]["label_rounds"] > 0) == by_components
 
 
 @pytest.mark.slow
