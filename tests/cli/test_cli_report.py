@@ -5,6 +5,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 ORIGINAL = "the river flooded the old mill after three days of heavy rain in the valley below"
 EDITS = [
     ORIGINAL,
@@ -16,12 +18,14 @@ EDITS = [
 ]
 
 
-def test_the_report_shows_the_largest_clusters_and_the_threshold(tmp_path):
+@pytest.mark.parametrize("candidates", ["auto", "codes"])
+def test_the_report_shows_the_largest_clusters_and_the_threshold(tmp_path, candidates):
     path = tmp_path / "docs.jsonl"
     path.write_text("".join(json.dumps({"text": t}) + "\n" for t in EDITS))
     out = tmp_path / "out"
     done = subprocess.run(
-        [sys.executable, "-m", "gpusimhash", "dedup", str(path), "--out", str(out), "-q"],
+        [sys.executable, "-m", "gpusimhash", "dedup", str(path), "--out", str(out), "-q"]
+        + ["--candidates", candidates],
         capture_output=True,
         text=True,
         check=False,
@@ -33,7 +37,10 @@ def test_the_report_shows_the_largest_clusters_and_the_threshold(tmp_path):
     assert f"| 0 (kept) | | | {ORIGINAL} |" in report
     assert re.search(r"\| [12] \| 0\.\d{3} \| \d+ \| the river flooded", report)
     assert "### 2. 2 documents, row 3 kept" in report
-    assert re.search(r"Neighbours of 6 sampled documents up to distance \d+", report)
+    neighbours = re.search(r"Neighbours of 6 sampled documents up to distance \d+", report)
+    # the defaults take the candidates from the features: no radius, no neighbourhood to sample
+    assert (neighbours is not None) == (candidates == "codes")
+    assert ("not from a Hamming radius" in report) == (candidates == "auto")
     assert "(log-log)" in report
 
 

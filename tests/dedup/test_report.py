@@ -149,6 +149,30 @@ def test_examples_show_the_largest_clusters_least_similar_members_first():
     assert data["examples"][0]["member_texts"] == [texts[3], texts[2], texts[1]]
 
 
+def test_candidates_without_a_radius_sample_no_neighbourhood():
+    # from the features the radius is the code length: every code would be a neighbour
+    codes = np.random.default_rng(2).integers(0, 256, size=(50, 8), dtype=np.uint8)
+
+    def searched(queries, limit):
+        raise AssertionError(f"searched {queries.size} queries up to {limit}")
+
+    sample = report_module.draw_sample(
+        np.array([[0, 1]]),
+        np.array([5]),
+        [],
+        n=50,
+        bits=64,
+        radius=64,
+        seed=0,
+        codes_of=codes.__getitem__,
+        neighbourhood=searched,
+    )
+    assert sample["sampled_documents"] == 0
+    assert sample["neighbourhood"].size == 0
+    assert (sample["kind"] == "beyond").sum() == 0
+    assert (sample["kind"] == "random").sum() > 0
+
+
 def test_the_neighbourhood_is_every_distance_up_to_the_reach():
     rng = np.random.default_rng(4)
     base = rng.integers(0, 256, size=(30, 8), dtype=np.uint8)

@@ -124,7 +124,11 @@ def plot_hamming(
     near.set_xlim(-0.5, reach + 0.5)
     near.set_xlabel("Hamming distance")
     near.set_ylabel("pairs (log)")
-    near.set_title("Around the radius: neighbours of sampled documents")
+    near.set_title(
+        "Around the radius: neighbours of sampled documents"
+        if radius < bits
+        else "No radius: candidates from the features"
+    )
     near.legend(fontsize=8)
     _save(plt, fig, path, left=0.07, right=0.98, bottom=0.13, top=0.92, wspace=0.25)
 

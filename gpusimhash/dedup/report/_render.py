@@ -96,10 +96,25 @@ def _examples_section(examples: list[dict[str, Any]], threshold: float | None) -
 
 
 def _threshold_section(
-    neighbourhood: dict[str, Any], true: np.ndarray, beyond: np.ndarray, cosine: float | None
+    neighbourhood: dict[str, Any],
+    true: np.ndarray,
+    beyond: np.ndarray,
+    cosine: float | None,
+    bits: int,
 ) -> list[str]:
     """How many neighbours lie around the radius, and how many just beyond it are similar."""
     distances, radius = neighbourhood["neighbourhood"], neighbourhood["radius"]
+    if radius >= bits:
+        return [
+            "## Around the threshold",
+            "",
+            (
+                "The candidates come from the documents' features, not from a Hamming radius: "
+                "every pair at or above the threshold is found, so no neighbourhood around a "
+                "radius is sampled."
+            ),
+            "",
+        ]
     lines = [
         "## Around the threshold",
         "",
@@ -200,7 +215,7 @@ def write_report(
         ]
         lines += [""]
     lines += _examples_section(examples or [], settings.get("threshold"))
-    lines += _threshold_section(neighbourhood, true, beyond, cosine)
+    lines += _threshold_section(neighbourhood, true, beyond, cosine, bits)
     plt = plots.pyplot()
     if plt is None:
         lines += ["Plots need matplotlib: `pip install matplotlib`.", ""]

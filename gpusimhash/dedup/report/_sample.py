@@ -25,7 +25,9 @@ from gpusimhash.text import TextFeaturizer
 _LOGGER = logging.getLogger(__name__)
 # near-duplicate pairs, pairs just beyond the radius and random pairs sampled, at most (each)
 SAMPLED_PAIRS = 1500
-# documents whose whole neighbourhood is searched, and the (query x code) work allowed for it
+# documents whose whole neighbourhood is searched, and the (query x code) work allowed for it;
+# none where the candidates have no Hamming radius (from the features): every code is then
+# within reach, and the neighbourhood would hold 24 bytes per (query, code), all of them
 NEIGHBOURHOOD_QUERIES = 1000
 NEIGHBOURHOOD_WORK = 400_000_000
 CODES_PER_SCAN = 1 << 20  # codes in one FAISS flat index at a time (bounds the copy)
@@ -234,7 +236,9 @@ def draw_sample(
     examples : list of dict
         The largest clusters.
     n, bits, radius, seed
-        Documents, code length, the candidate radius and the sampling's seed.
+        Documents, code length, the candidate radius and the sampling's seed. A radius of the
+        code length (candidates from the features) samples no neighbourhood: every code would
+        be in it.
     codes_of : callable
         ``codes_of(rows)``: the codes of some rows (int64 array).
     neighbourhood : callable
@@ -267,14 +271,11 @@ def draw_sample(
         else np.zeros(0, np.int32)
     )
     limit = reach(bits, radius)
-    queries = np.sort(
-        rng.choice(
-            n,
-            min(n, NEIGHBOURHOOD_QUERIES, max(20, NEIGHBOURHOOD_WORK // max(n, 1))),
-            replace=False,
-        )
+    n_queries = min(n, NEIGHBOURHOOD_QUERIES, max(20, NEIGHBOURHOOD_WORK // max(n, 1)))
+    queries = np.sort(rng.choice(n, n_queries if radius < bits else 0, replace=False))
+    query, row, distance = (
+        neighbourhood(queries, limit) if queries.size else (np.zeros(0, np.int64),) * 3
     )
-    query, row, distance = neighbourhood(queries, limit) if n else (np.zeros(0, np.int64),) * 3
     _LOGGER.info(
         "report: neighbours of %d sampled documents up to distance %d: %d",
         queries.size,
