@@ -359,6 +359,10 @@ SHOWN = {
             ),
         ),
     ),
+    "report_cpu.json": Results(
+        "What the command's report costs, against the revision before its fix",
+        (Table(("table",), caption="whole processes, best of the rounds"),),
+    ),
     "malloc_cpu.json": Results(
         "A worker's work under glibc's default, Dask's and local_cluster's malloc settings",
         (Table(("table",), caption="seconds on one thread, best of the rounds"),),
