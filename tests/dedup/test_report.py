@@ -278,3 +278,19 @@ def test_hamming_histograms_bin_every_distance_as_hist_would(monkeypatch, tmp_pa
         for got, expected in zip(drawn_axis.patches, reference_axis.patches, strict=True):
             np.testing.assert_allclose(got.get_xy(), expected.get_xy(), rtol=1e-12)
     plt.close("all")
+
+
+def test_without_a_radius_the_plot_says_no_neighbourhood_was_sampled(monkeypatch, tmp_path):
+    drawn = []
+    monkeypatch.setattr(report_plots, "_save", lambda plt, fig, path, **margins: drawn.append(fig))
+    plt = report_plots.pyplot()
+    distances = {"found": np.array([0, 3, 9]), "random": np.array([30, 31, 40])}
+    empty = np.zeros(0, np.int64)
+    report_plots.plot_hamming(plt, tmp_path / "x.png", 64, 64, distances, empty, 64)
+    whole, near = drawn[0].axes
+    assert not near.axison
+    assert [t.get_text() for t in near.texts] == [
+        "Candidates from the features:\nno Hamming radius, no neighbourhood sampled"
+    ]
+    assert not whole.lines  # no radius line on the distances either
+    plt.close("all")

@@ -105,11 +105,30 @@ def plot_hamming(
                 histtype="stepfilled",  # one polygon, not a patch per bin: fast to draw
                 label=f"{label} ({values.size:,})",
             )
-    whole.axvline(radius + 0.5, color="black", linestyle=":", label=f"radius {radius}")
+    if radius < bits:
+        whole.axvline(radius + 0.5, color="black", linestyle=":", label=f"radius {radius}")
     whole.set_xlabel(f"Hamming distance ({bits}-bit codes)")
     whole.set_ylabel("fraction of pairs")
     whole.set_title("All distances")
-    whole.legend(fontsize=8)
+    if whole.get_legend_handles_labels()[0]:  # none without pairs and without a radius
+        whole.legend(fontsize=8)
+    if radius >= bits:  # candidates from the features: no radius, no neighbourhood sampled
+        near.set_axis_off()
+        near.text(
+            0.5,
+            0.5,
+            "Candidates from the features:\nno Hamming radius, no neighbourhood sampled",
+            ha="center",
+            va="center",
+            transform=near.transAxes,
+        )
+    else:
+        _plot_neighbourhood(near, radius, neighbourhood, reach)
+    _save(plt, fig, path, left=0.07, right=0.98, bottom=0.13, top=0.92, wspace=0.25)
+
+
+def _plot_neighbourhood(near: Any, radius: int, neighbourhood: np.ndarray, reach: int) -> None:
+    """Draw every sampled neighbour's distance up to ``reach`` around the radius (log counts)."""
     if neighbourhood.size:
         near.hist(
             np.arange(reach + 1),
@@ -124,13 +143,8 @@ def plot_hamming(
     near.set_xlim(-0.5, reach + 0.5)
     near.set_xlabel("Hamming distance")
     near.set_ylabel("pairs (log)")
-    near.set_title(
-        "Around the radius: neighbours of sampled documents"
-        if radius < bits
-        else "No radius: candidates from the features"
-    )
+    near.set_title("Around the radius: neighbours of sampled documents")
     near.legend(fontsize=8)
-    _save(plt, fig, path, left=0.07, right=0.98, bottom=0.13, top=0.92, wspace=0.25)
 
 
 def plot_cosines(
