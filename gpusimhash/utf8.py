@@ -105,9 +105,9 @@ class Utf8Texts:
         -------
         list of str
         """
-        raw = self.data.tobytes()
-        bounds = self.offsets.tolist()
-        return [raw[a:b].decode("utf-8") for a, b in itertools.pairwise(bounds)]
+        data, offsets = self.compact()  # a slice's own bytes, not its whole batch's
+        raw = data.tobytes()
+        return [raw[a:b].decode("utf-8") for a, b in itertools.pairwise(offsets.tolist())]
 
     def code_point_counts(self) -> np.ndarray:
         """Return each document's length in code points (``len`` of its string).

@@ -17,6 +17,27 @@ from gpusimhash.utf8 import Utf8Texts
 TEXTS = ["The cat sat", "", "ÄÖÜ straße İstanbul ΣΑΣ 𝐀𝐁c 😀 x_y", "a\nb", "日本語 テキスト", " ,, "]
 
 
+@given(st.lists(st.text(max_size=12), min_size=1, max_size=30), st.data())
+def test_a_slice_decodes_its_own_documents(texts, data):
+    start = data.draw(st.integers(0, len(texts) - 1))
+    stop = data.draw(st.integers(start, len(texts)))
+    assert Utf8Texts.from_strings(texts)[start:stop].to_strings() == texts[start:stop]
+
+
+def test_a_slice_copies_its_own_bytes_not_its_batchs():
+    import tracemalloc
+
+    batch = Utf8Texts.from_strings(["x" * 1000] * 20_000)  # 20 MB
+    tracemalloc.start()
+    try:
+        assert batch[7:8].to_strings() == ["x" * 1000]
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    # a row at a time out of a batch of many megabytes made the report's texts take a minute
+    assert peak < 100_000
+
+
 def test_arrow_arrays_are_viewed_in_place():
     for kind in (pa.string(), pa.large_string()):
         array = pa.array(TEXTS, kind)
