@@ -1,8 +1,8 @@
 """What the command's report costs: ``gpusimhash dedup`` with and without it, time and memory.
 
-Each round runs the command in a fresh process on the corpus's first ``--docs`` lines (one
-JSONL file) at the defaults (the candidates from the features), with its report (the default)
-and with ``--no-report``, in turns; with ``--baseline TREE``, the same runs of another checkout
+Each round runs the command in a fresh process on the corpus's first ``--docs`` lines, as one
+JSONL file and as one plain-text file, at the defaults (the candidates from the features), with
+its report (the default) and with ``--no-report``, in turns; with ``--baseline TREE``, the same runs of another checkout
 (its compiled loops built: ``python -c "import hatch_build; hatch_build.build_loops('.')"`` in
 it) follow, with that tree first on ``PYTHONPATH``. Records each run's wall seconds (the whole
 process: imports, reading, writing) and its peak resident memory; the table gives the best of
@@ -61,15 +61,18 @@ def main() -> None:
     trees = {"this tree": None} | ({"baseline": args.baseline.resolve()} if args.baseline else {})
     runs: dict[str, list[dict[str, float]]] = {}
     with tempfile.TemporaryDirectory(prefix="gpusimhash-report-") as scratch:
-        corpus = Path(scratch) / "corpus.jsonl"
-        corpus.write_text("".join(json.dumps({"text": line}) + "\n" for line in lines))
+        inputs = {"JSONL": Path(scratch) / "corpus.jsonl", "text": Path(scratch) / "corpus.txt"}
+        inputs["JSONL"].write_text("".join(json.dumps({"text": line}) + "\n" for line in lines))
+        inputs["text"].write_text("".join(line + "\n" for line in lines))
         for _ in range(args.rounds):
             for tree_name, tree in trees.items():
-                for run_name, flags in RUNS.items():
-                    out = Path(scratch) / "out"
-                    found = run_command(corpus, out, flags, tree)
-                    runs.setdefault(f"{tree_name}, {run_name}", []).append(found)
-                    print(tree_name, run_name, found, flush=True)
+                for input_name, corpus in inputs.items():
+                    for run_name, flags in RUNS.items():
+                        out = Path(scratch) / "out"
+                        found = run_command(corpus, out, flags, tree)
+                        name = f"{tree_name}, {input_name}, {run_name}"
+                        runs.setdefault(name, []).append(found)
+                        print(name, found, flush=True)
     table = [
         {
             "run": name,

@@ -360,7 +360,7 @@ SHOWN = {
         ),
     ),
     "report_cpu.json": Results(
-        "What the command's report costs, against the revision before its fix",
+        "What the command's report costs, against the revision before its fixes",
         (Table(("table",), caption="whole processes, best of the rounds"),),
     ),
     "malloc_cpu.json": Results(
