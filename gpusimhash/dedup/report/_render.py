@@ -102,7 +102,10 @@ def _threshold_section(
     cosine: float | None,
     bits: int,
 ) -> list[str]:
-    """How many neighbours lie around the radius, and how many just beyond it are similar."""
+    """How many neighbours lie around the radius, and how many just beyond it are similar.
+
+    Without a radius (``radius >= bits``: candidates from the features), why there is none.
+    """
     distances, radius = neighbourhood["neighbourhood"], neighbourhood["radius"]
     if radius >= bits:
         return [
