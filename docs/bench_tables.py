@@ -363,6 +363,10 @@ SHOWN = {
         "What the command's report costs, against the revision before its fixes",
         (Table(("table",), caption="whole processes, best of the rounds"),),
     ),
+    "unique_cpu.json": Results(
+        "Distinct values by one sort against np.unique, and packed pairs against a lexsort",
+        (Table(("table",), caption="best of the repeats, after a warm-up"),),
+    ),
     "malloc_cpu.json": Results(
         "A worker's work under glibc's default, Dask's and local_cluster's malloc settings",
         (Table(("table",), caption="seconds on one thread, best of the rounds"),),

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from gpusimhash._choices import CLUSTERINGS
+from gpusimhash._unique import distinct_values
 from gpusimhash.cluster._graph import graph_components, unit_graph, unit_stars
 from gpusimhash.cluster._pairs import keep_one
 from gpusimhash.join._graph import CodeGraph
@@ -184,7 +185,7 @@ def cluster_documents(
     for lo in range(0, removed.size, chunk):
         part = removed[lo : lo + chunk]
         pairs = np.stack([part, kept_for[part]], axis=1)
-        wanted = np.unique(pairs)  # just these documents, weights in float64
+        wanted = distinct_values(pairs)  # just these documents, weights in float64
         some = features.take(np.searchsorted(rows, wanted)) if limit.verify else gather(wanted)
         measured = some.widened().similarities(
             np.searchsorted(wanted, pairs), empty_as_duplicates=empty_as_duplicates

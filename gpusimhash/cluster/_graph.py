@@ -30,6 +30,7 @@ from gpusimhash._cpu._cluster_loops import (
     lazy_components,
     lazy_star,
 )
+from gpusimhash._unique import distinct_values
 from gpusimhash.cluster._pairs import StarClusters, policy_order, star_documents, star_order
 from gpusimhash.join._graph import CodeGraph
 from gpusimhash.join._groups import first_seen_labels, index_dtype
@@ -127,7 +128,7 @@ def unit_graph(
         )
     unit, representative = feature_units(graph.inverse, features, rows, empty_as_duplicates)
     unit, representative = unit.astype(index), representative.astype(index)
-    featured = np.unique(unit[rows[features.sizes > 0]])
+    featured = distinct_values(unit[rows[features.sizes > 0]])
     unit_code = np.full(representative.size, -1, dtype=index)
     unit_code[featured] = graph.inverse[representative[featured]]
     local = np.full(representative.size, -1, dtype=index)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpusimhash._unique import distinct_values
 from gpusimhash.codes import code_words
 from gpusimhash.join._graph import CodeGraph, adjacency
 from gpusimhash.join._groups import collapse, keys_to_pairs, pair_keys
@@ -67,6 +68,6 @@ def feature_graph(
     a = inverse[representative[found.pairs[:, 0]]]
     b = inverse[representative[found.pairs[:, 1]]]
     differ = a != b
-    keys = np.unique(pair_keys(np.minimum(a, b)[differ], np.maximum(a, b)[differ], n_unique))
+    keys = distinct_values(pair_keys(np.minimum(a, b)[differ], np.maximum(a, b)[differ], n_unique))
     offsets, neighbours = adjacency([keys_to_pairs(keys, n_unique)], n_unique)
     return CodeGraph(inverse, offsets, neighbours, codes.shape[1] * 8)

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpusimhash._unique import distinct_values
 from gpusimhash.cluster import cluster_labels
 from gpusimhash.distributed._routing import destination, split_by
 
@@ -108,7 +109,7 @@ def local_edges(pairs: np.ndarray, n_shards: int) -> list[np.ndarray]:
     >>> [p.tolist() for p in local_edges(np.array([[5, 9], [9, 2]]), 1)]
     [[[5, 2], [9, 2], [2, 5], [2, 9]]]
     """
-    nodes = np.unique(pairs)
+    nodes = distinct_values(pairs)
     labels = cluster_labels(np.searchsorted(nodes, pairs).reshape(-1, 2), nodes.size)
     # the nodes are ascending: a component's first node is its smallest
     _, first = np.unique(labels, return_index=True)

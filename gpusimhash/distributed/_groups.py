@@ -24,6 +24,7 @@ import numpy as np
 import scipy.sparse
 import scipy.sparse.csgraph
 
+from gpusimhash._unique import distinct_values
 from gpusimhash.cluster._documents import cluster_documents
 from gpusimhash.distributed._components import by_node, by_shard, shard_of
 from gpusimhash.distributed._pairs import distinct
@@ -330,10 +331,10 @@ def whole_group(
     pairs = np.concatenate([np.zeros((0, 2), np.int64), *candidates])
     if repeated:
         pairs = distinct(pairs)
-    nodes = np.unique(pairs)
+    nodes = distinct_values(pairs)
     documents = np.concatenate([shard_documents((nodes, nodes), members)[:, :2], featureless])
     documents = documents[np.argsort(documents[:, 0], kind="stable")]
-    codes = np.unique(documents[:, 1])
+    codes = distinct_values(documents[:, 1])
     ends = np.searchsorted(codes, pairs)
     graph = scipy.sparse.coo_matrix(
         (np.ones(len(pairs), dtype=np.int8), (ends[:, 0], ends[:, 1])),

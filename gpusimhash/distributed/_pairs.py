@@ -10,11 +10,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpusimhash._unique import distinct_values
 from gpusimhash.distributed._routing import destination, split_by
 
 __all__ = ["distinct", "distinct_pairs", "route_pairs"]
 
 _SALT = 0x6665  # pairs are not routed as the codes are
+# rows below 2**31 pack into one int64 key per pair, sorted 4 times sooner than a lexsort of
+# the two columns (`bench/bench_unique.py`)
+_SHIFT = 31
+_PACKED = 1 << _SHIFT
 
 
 def route_pairs(pairs: np.ndarray, n_tasks: int) -> list[np.ndarray]:
@@ -41,13 +46,17 @@ def distinct_pairs(pieces: list[np.ndarray]) -> np.ndarray:
 
 
 def distinct(pairs: np.ndarray) -> np.ndarray:
-    """Return the distinct rows of pairs, by first then second column.
+    """Return the distinct rows of integer pairs, by first then second column (int64).
 
     Examples
     --------
     >>> distinct(np.array([[2, 3], [1, 5], [2, 3]])).tolist()
     [[1, 5], [2, 3]]
     """
+    pairs = pairs.astype(np.int64, copy=False)
+    if pairs.size and pairs.min() >= 0 and pairs.max() < _PACKED:  # one int64 key per pair
+        keys = distinct_values((pairs[:, 0] << _SHIFT) | pairs[:, 1])
+        return np.stack([keys >> _SHIFT, keys & (_PACKED - 1)], axis=1)
     pairs = pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
     fresh = np.ones(len(pairs), dtype=bool)
     fresh[1:] = (pairs[1:] != pairs[:-1]).any(axis=1)

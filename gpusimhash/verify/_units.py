@@ -18,6 +18,7 @@ from gpusimhash._cpu._verify_loops import (
     feature_hashes,
     same_features,
 )
+from gpusimhash._unique import distinct_values
 from gpusimhash.fingerprinting import resolve_device
 from gpusimhash.join._groups import DuplicateGroups, expand_pairs, first_seen_labels
 from gpusimhash.verify._features import DocumentFeatures
@@ -215,7 +216,7 @@ def verify_candidates(
         raise ValueError(f"features of document {int(missing[0])} are needed (it has candidates)")
     unit, representative = feature_units(groups.inverse, features, rows, empty_as_duplicates)
     # units with features, their codes and where their representatives are in `features`
-    featured = np.unique(unit[rows[features.sizes > 0]])
+    featured = distinct_values(unit[rows[features.sizes > 0]])
     local = np.searchsorted(rows, representative[featured])
     unit_code = groups.inverse[representative[featured]]
     compare = features.comparer(resolve_device(device, uses=("verify",)))

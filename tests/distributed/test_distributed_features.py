@@ -97,3 +97,16 @@ def test_the_budget_is_the_whole_joins():
         ValueError, match=rf"{passing:,} document pairs .* budget of {passing - 1:,}"
     ):
         features.check_passing(passing, limit, passing - 1)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    pairs=st.lists(
+        st.tuples(st.integers(-3, 2**33), st.integers(-3, 2**33))
+        | st.tuples(st.integers(0, 40), st.integers(0, 40)),
+        max_size=60,
+    )
+)
+def test_distinct_pairs_are_numpys_distinct_rows(pairs):
+    array = np.array(pairs, dtype=np.int64).reshape(-1, 2)
+    np.testing.assert_array_equal(_pairs.distinct(array), np.unique(array, axis=0))
