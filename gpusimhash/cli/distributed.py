@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import os
 import sys
@@ -34,7 +35,8 @@ def add_cluster_options(parser: argparse.ArgumentParser) -> None:
         "--workers",
         type=lambda text: options.integer(text, "workers", 1),
         metavar="N",
-        help="run on a local cluster of N worker processes, started and stopped here",
+        help="run on a local cluster of N worker processes, started and stopped here (an "
+        "input of at most 8 MiB is deduplicated by this process, starting none)",
     )
 
 
@@ -79,7 +81,9 @@ def run_distributed(
             "every candidate pair); --no-report silences this",
             file=sys.stderr,
         )
-    with _client(args) as client, replacing_folder(out, owned=written_by_cluster_dedup) as stage:
+    # an input the driver deduplicates itself starts no local cluster
+    cluster = _client(args) if _needs_cluster(args) else contextlib.nullcontext(None)
+    with cluster as client, replacing_folder(out, owned=written_by_cluster_dedup) as stage:
         result = dedup(
             args.input,
             stage,
@@ -90,6 +94,23 @@ def run_distributed(
             **fields,
         )
     return result.summary
+
+
+def _needs_cluster(args: argparse.Namespace) -> bool:
+    """Whether the run needs its cluster: a scheduler named, or more input than the driver takes.
+
+    An input that cannot be listed needs it too: the distributed dedup names the problem.
+    """
+    from gpusimhash.distributed._pipeline import runs_on_driver
+    from gpusimhash.io.inputs import STDIN, input_files
+
+    if args.scheduler is not None:
+        return True
+    try:
+        paths = input_files(args.input)
+        return Path(STDIN) in paths or not runs_on_driver(paths)
+    except (OSError, ValueError):
+        return True
 
 
 def _client(args: argparse.Namespace) -> Any:

@@ -74,7 +74,7 @@ from gpusimhash.io.sources import has_id_field
 from gpusimhash.io.writers import write_json
 from gpusimhash.text import TextFeaturizer
 
-__all__ = ["DistributedResult", "dedup"]
+__all__ = ["DistributedResult", "dedup", "runs_on_driver"]
 
 # the join is exact; a partition with an invalid record stops the run
 _UNSUPPORTED = {"recall": None, "skip_invalid": False}
@@ -140,7 +140,8 @@ def dedup(
         ``duplicates.<fmt>``, ``summary.json`` and, with ``report``, ``report.md`` and its
         plots.
     client : dask.distributed.Client, optional
-        The cluster; default: the current client (``distributed.get_client()``).
+        The cluster; default: the current client (``distributed.get_client()``), none for an
+        input the driver deduplicates itself (``driver_input_bytes``).
     bits, seed, featurizer
         How to fingerprint (a tf-idf featurizer must be fitted beforehand).
     driver_input_bytes : int, optional
@@ -165,7 +166,8 @@ def dedup(
         ``annotate``, a record with a field annotating would overwrite, with ``truth_field``,
         a record without a scalar label (names file and global row).
     ValueError
-        A bad or unsupported option, an unfitted tf-idf featurizer, or no client.
+        A bad or unsupported option, an unfitted tf-idf featurizer, or no client where the
+        cluster runs the stages.
 
     Examples
     --------
@@ -200,18 +202,38 @@ def dedup(
     dedup_options = DedupOptions(**options)
     if dedup_options.id_field is None and has_id_field(paths[0], dedup_options.reading):
         dedup_options = dataclasses.replace(dedup_options, id_field="id")
-    client = _client(client)
+    on_driver = runs_on_driver(paths, driver_input_bytes)
+    if not on_driver or client is not None:
+        client = _client(client)
     state: dict[str, Any] = {
         "paths": paths,
         "out_dir": Path(out_dir),
         "settings": settings,
         "options": dedup_options,
-        "cluster_workers": len(client.scheduler_info().get("workers", {})),
+        "cluster_workers": 0 if client is None else len(client.scheduler_info()["workers"]),
     }
-    limit = DRIVER_INPUT_BYTES if driver_input_bytes is None else driver_input_bytes
-    if sum(path.stat().st_size for path in paths) <= limit:  # every task a call, here
+    if on_driver:  # every task a call, here
         return _Run(client=InlineClient(), on_driver=True, **state).execute()
     return _Run(client=client, on_driver=False, **state).execute()
+
+
+def runs_on_driver(paths: Sequence[Path], driver_input_bytes: int | None = None) -> bool:
+    """Whether the driver deduplicates these input files itself (`dedup`): few bytes in all.
+
+    Parameters
+    ----------
+    paths : sequence of Path
+        The input files (`gpusimhash.io.inputs.input_files`).
+    driver_input_bytes : int, optional
+        The most bytes in all (as stored) the driver takes; default `DRIVER_INPUT_BYTES`;
+        ``-1``: none.
+
+    Returns
+    -------
+    bool
+    """
+    limit = DRIVER_INPUT_BYTES if driver_input_bytes is None else driver_input_bytes
+    return sum(path.stat().st_size for path in paths) <= limit
 
 
 def _client(client: Any) -> Any:

@@ -188,3 +188,29 @@ def test_the_driver_warns_and_fails_as_the_cluster(corpus, tmp_path, monkeypatch
     ]
     assert len(warned[0]) == 1
     assert warned[0] == warned[1]
+
+
+@pytest.mark.slow
+def test_without_a_client_or_a_cluster_the_driver_deduplicates_a_small_input(
+    corpus, tmp_path, monkeypatch, capsys
+):
+    from gpusimhash.cli import distributed as cli_distributed
+    from gpusimhash.cli import main
+
+    monkeypatch.setattr(_pipeline, "DRIVER_INPUT_BYTES", 1 << 30)  # the default's decision
+    single = dedup_file(corpus / "all.jsonl", tmp_path / "single")
+    result = dedup(corpus / "parts", tmp_path / "api")  # no client, none current
+    assert (
+        result.summary["distributed"]["workers"],
+        result.summary["distributed"]["on_driver"],
+    ) == (0, True)
+    _same_outputs(tmp_path / "single", tmp_path / "api")
+
+    def no_cluster(args):
+        raise AssertionError("a local cluster was started")
+
+    monkeypatch.setattr(cli_distributed, "_client", no_cluster)
+    command = ["dedup", str(corpus / "parts"), "--workers", "2", "--out", str(tmp_path / "cli")]
+    assert main([*command, "-q", "--no-report"]) == 0, capsys.readouterr().err
+    _same_outputs(tmp_path / "single", tmp_path / "cli")
+    assert np.flatnonzero(~single.kept).tolist() == result.removed.tolist()
