@@ -7,7 +7,9 @@ they run the stages on the cluster unless a test says otherwise.
 from __future__ import annotations
 
 import dataclasses
+import json
 
+import numpy as np
 import pytest
 
 from gpusimhash.distributed import _join_stage, _pipeline
@@ -41,3 +43,22 @@ def force_join(monkeypatch):
         monkeypatch.setattr(_join_stage, "choose_join", forced)
 
     return force
+
+
+@pytest.fixture(scope="session")
+def write_partitioned():
+    """Return a function writing records as ``all.jsonl`` and as ``n_parts`` JSONL partitions.
+
+    ``write(root, records, n_parts)`` writes ``root/all.jsonl`` and ``root/parts/partP.jsonl``
+    (consecutive records, as even as can be) and returns ``root``.
+    """
+
+    def write(root, records, n_parts):
+        lines = [json.dumps(record) + "\n" for record in records]
+        (root / "all.jsonl").write_text("".join(lines))
+        (root / "parts").mkdir()
+        for p, rows in enumerate(np.array_split(np.arange(len(lines)), n_parts)):
+            (root / "parts" / f"part{p}.jsonl").write_text("".join(lines[r] for r in rows))
+        return root
+
+    return write

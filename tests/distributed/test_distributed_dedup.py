@@ -178,7 +178,9 @@ def test_a_graph_split_by_components_clusters_as_one_task_does(
 
 
 @pytest.mark.parametrize("whole", [True, False])
-def test_a_pair_two_feature_shares_find_is_kept_once(cluster, tmp_path, monkeypatch, whole):
+def test_a_pair_two_feature_shares_find_is_kept_once(
+    cluster, tmp_path, monkeypatch, write_partitioned, whole
+):
     # every word doubled: the original's code, other features (counts), so the code has two
     # representatives in the feature index and two shares may find one pair of codes
     monkeypatch.undo()  # the feature join, and one task clusters the whole graph
@@ -192,11 +194,7 @@ def test_a_pair_two_feature_shares_find_is_kept_once(cluster, tmp_path, monkeypa
         }
         for r in RECORDS[::10]
     ]
-    records = RECORDS + doubled
-    _write(records, tmp_path / "all.jsonl")
-    (tmp_path / "parts").mkdir()
-    for p, rows in enumerate(np.array_split(np.arange(len(records)), 4)):
-        _write([records[r] for r in rows], tmp_path / "parts" / f"part{p}.jsonl")
+    write_partitioned(tmp_path, RECORDS + doubled, 4)
     options = {"min_cosine": 0.8}
     with _client_with(cluster, 3) as client:
         result = dedup(tmp_path / "parts", tmp_path / "spread", client=client, **options)

@@ -1,6 +1,5 @@
 """The cluster's join plan: the tiles against the exact join, the choice, the guard, the defaults."""
 
-import json
 import warnings
 
 import numpy as np
@@ -177,18 +176,12 @@ distributed = pytest.importorskip("distributed")
 
 
 @pytest.fixture(scope="module")
-def default_corpus(tmp_path_factory):
+def default_corpus(tmp_path_factory, write_partitioned):
     """3,000 synthetic documents as one file and as 4 partitions."""
-    root = tmp_path_factory.mktemp("defaults")
     records = [
         {"id": f"d{d.id}", "text": d.text} for d in generate(CorpusSpec(n_docs=3000, seed=7))
     ]
-    lines = [json.dumps(r) + "\n" for r in records]
-    (root / "all.jsonl").write_text("".join(lines))
-    (root / "parts").mkdir()
-    for p, chunk in enumerate(np.array_split(np.arange(len(lines)), 4)):
-        (root / "parts" / f"part{p}.jsonl").write_text("".join(lines[i] for i in chunk))
-    return root
+    return write_partitioned(tmp_path_factory.mktemp("defaults"), records, 4)
 
 
 def _same_files(single, spread):

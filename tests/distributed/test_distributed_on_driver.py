@@ -24,15 +24,9 @@ RECORDS = [
 
 
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory):
+def corpus(tmp_path_factory, write_partitioned):
     """The corpus as one file and as 5 partitions."""
-    root = tmp_path_factory.mktemp("on-driver")
-    lines = [json.dumps(r) + "\n" for r in RECORDS]
-    (root / "all.jsonl").write_text("".join(lines))
-    (root / "parts").mkdir()
-    for p, rows in enumerate(np.array_split(np.arange(len(lines)), 5)):
-        (root / "parts" / f"part{p}.jsonl").write_text("".join(lines[r] for r in rows))
-    return root
+    return write_partitioned(tmp_path_factory.mktemp("on-driver"), RECORDS, 5)
 
 
 def _kept(out):
