@@ -34,19 +34,21 @@ def run_command(corpus: Path, out: Path, flags: list[str], tree: Path | None) ->
     if tree is not None:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tree), env.get("PYTHONPATH")]))
     command = [sys.executable, "-m", "gpusimhash", "dedup", str(corpus), "--out", str(out)]
-    start = time.perf_counter()
-    process = subprocess.Popen(
-        [*command, "--overwrite", "-q", *flags],
-        env=env,
-        cwd=out.parent,  # not a checkout: the package comes from the environment or the tree
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    _, status, usage = os.wait4(process.pid, 0)
-    seconds = time.perf_counter() - start
-    process.returncode = os.waitstatus_to_exitcode(status)
-    if process.returncode:
-        raise RuntimeError(f"{command} failed: {process.stderr.read().decode()}")
+    with tempfile.TemporaryFile() as errors:  # a file, not a pipe: it never fills and blocks
+        start = time.perf_counter()
+        process = subprocess.Popen(
+            [*command, "--overwrite", "-q", *flags],
+            env=env,
+            cwd=out.parent,  # not a checkout: the package comes from the environment or the tree
+            stdout=subprocess.DEVNULL,
+            stderr=errors,
+        )
+        _, status, usage = os.wait4(process.pid, 0)  # this child's own peak memory
+        seconds = time.perf_counter() - start
+        process.returncode = os.waitstatus_to_exitcode(status)
+        if process.returncode:
+            errors.seek(0)
+            raise RuntimeError(f"{command} failed: {errors.read().decode()}")
     return {"seconds": seconds, "peak_gib": usage.ru_maxrss / 2**20}  # ru_maxrss: KiB
 
 
