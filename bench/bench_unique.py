@@ -1,10 +1,18 @@
-"""Distinct values by one sort against ``np.unique``, and pairs packed into one key against a lexsort.
+"""Distinct values without hashing against ``np.unique``, pairs by one key against a lexsort.
 
-On ``--size`` random int64 values (below ``2**40``) and as many random pairs of rows below
-200,000 (a twentieth repeated): ``np.unique(values)`` against `gpusimhash._unique.distinct_values`,
-and the lexsort of the pairs' two columns against `gpusimhash.distributed._pairs.distinct`
-(one packed int64 key per pair). Best of ``--repeats``, after a warm-up; both sides give the
-same arrays (checked). Prints a table and writes bench/results/unique_cpu.json.
+On ``--size`` random int64 values and as many random pairs of rows below 200,000 (a twentieth
+repeated), each against its NumPy peer:
+
+- ``np.unique(values)`` against `gpusimhash._unique.distinct_values`, on values below ``2**40``
+  (sorted) and on the pairs' rows (a dense range: marked in a table);
+- the lexsort of the pairs' two columns against `gpusimhash.distributed._pairs.distinct` (one
+  packed int64 key per pair), on random pairs and on four sorted runs of them (``sorted_runs``:
+  merged);
+- ``np.searchsorted`` of the pairs' rows among the distinct ones against
+  `gpusimhash._unique.value_positions` (a table over the dense range).
+
+Best of ``--repeats``, after a warm-up; both sides give the same arrays (checked). Prints a
+table and writes bench/results/unique_cpu.json.
 
     python bench/bench_unique.py [--size 536000] [--repeats 5]
 """
@@ -21,7 +29,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import print_table, write_json
 
-from gpusimhash._unique import distinct_values
+from gpusimhash._unique import distinct_values, value_positions
 from gpusimhash.distributed._pairs import distinct
 
 
@@ -54,10 +62,23 @@ def main() -> None:
     a, b = rng.integers(0, 200_000, (2, args.size))
     pairs = np.stack([np.minimum(a, b), np.maximum(a, b)], axis=1)
     pairs = np.concatenate([pairs, pairs[: args.size // 20]])
+    runs = np.concatenate([distinct(p) for p in np.array_split(pairs, 4)])
+    nodes = np.unique(pairs)
     rows = []
     for name, peer, ours in (
         ("distinct values", lambda: np.unique(values), lambda: distinct_values(values)),
+        ("distinct rows (dense)", lambda: np.unique(pairs), lambda: distinct_values(pairs)),
         ("distinct pairs", lambda: _lexsorted(pairs), lambda: distinct(pairs)),
+        (
+            "distinct pairs, 4 sorted runs",
+            lambda: _lexsorted(runs),
+            lambda: distinct(runs, sorted_runs=True),
+        ),
+        (
+            "positions of rows (dense)",
+            lambda: np.searchsorted(nodes, pairs),
+            lambda: value_positions(nodes, pairs),
+        ),
     ):
         peer_s, expected = best(args.repeats, peer)
         ours_s, found = best(args.repeats, ours)

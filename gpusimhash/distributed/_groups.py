@@ -24,7 +24,7 @@ import numpy as np
 import scipy.sparse
 import scipy.sparse.csgraph
 
-from gpusimhash._unique import distinct_values
+from gpusimhash._unique import distinct_values, value_positions
 from gpusimhash.cluster._documents import cluster_documents
 from gpusimhash.distributed._components import by_node, by_shard, shard_of
 from gpusimhash.distributed._pairs import distinct
@@ -329,13 +329,13 @@ def whole_group(
     ([[2, 2], [5, 5], [7, 7], [8, 5], [9, 9], [11, 9]], 2)
     """
     pairs = np.concatenate([np.zeros((0, 2), np.int64), *candidates])
-    if repeated:
-        pairs = distinct(pairs)
+    if repeated:  # each share's pairs in order: merged
+        pairs = distinct(pairs, sorted_runs=True)
     nodes = distinct_values(pairs)
     documents = np.concatenate([shard_documents((nodes, nodes), members)[:, :2], featureless])
     documents = documents[np.argsort(documents[:, 0], kind="stable")]
     codes = distinct_values(documents[:, 1])
-    ends = np.searchsorted(codes, pairs)
+    ends = value_positions(codes, pairs)
     graph = scipy.sparse.coo_matrix(
         (np.ones(len(pairs), dtype=np.int8), (ends[:, 0], ends[:, 1])),
         shape=(codes.size, codes.size),
@@ -391,8 +391,9 @@ def cluster_group(
         Pairs of units compared on their features.
     """
     rows = documents[:, 0]
-    codes, inverse = np.unique(documents[:, 1], return_inverse=True)
-    offsets, neighbours = adjacency([np.searchsorted(codes, pairs)], codes.size)
+    codes = distinct_values(documents[:, 1])
+    inverse = value_positions(codes, documents[:, 1])
+    offsets, neighbours = adjacency([value_positions(codes, pairs)], codes.size)
     graph = CodeGraph(inverse.astype(np.int64), offsets, neighbours, limit.radius)
     features = DocumentFeatures.concatenate([t[0] for t in taken])
     scores = [t[2] for t in taken if t[2] is not None]

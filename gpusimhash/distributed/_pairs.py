@@ -37,16 +37,21 @@ def route_pairs(pairs: np.ndarray, n_tasks: int) -> list[np.ndarray]:
 def distinct_pairs(pieces: list[np.ndarray]) -> np.ndarray:
     """Keep each pair once, from every task's piece for this one (a task).
 
+    Each piece is a share's pairs in order (`distinct`'s), or a routed part of them.
+
     Examples
     --------
     >>> distinct_pairs([np.array([[1, 5], [2, 3]]), np.array([[1, 5]])]).tolist()
     [[1, 5], [2, 3]]
     """
-    return distinct(np.concatenate([np.zeros((0, 2), np.int64), *pieces]))
+    return distinct(np.concatenate([np.zeros((0, 2), np.int64), *pieces]), sorted_runs=True)
 
 
-def distinct(pairs: np.ndarray) -> np.ndarray:
+def distinct(pairs: np.ndarray, *, sorted_runs: bool = False) -> np.ndarray:
     """Return the distinct rows of integer pairs, by first then second column (int64).
+
+    ``sorted_runs``: the pairs are a few runs each in that order (`distinct` results, or
+    pieces of them, concatenated), merged rather than sorted afresh.
 
     Examples
     --------
@@ -55,7 +60,7 @@ def distinct(pairs: np.ndarray) -> np.ndarray:
     """
     pairs = pairs.astype(np.int64, copy=False)
     if pairs.size and pairs.min() >= 0 and pairs.max() < _PACKED:  # one int64 key per pair
-        keys = distinct_values((pairs[:, 0] << _SHIFT) | pairs[:, 1])
+        keys = distinct_values((pairs[:, 0] << _SHIFT) | pairs[:, 1], sorted_runs=sorted_runs)
         return np.stack([keys >> _SHIFT, keys & (_PACKED - 1)], axis=1)
     pairs = pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
     fresh = np.ones(len(pairs), dtype=bool)
