@@ -1,7 +1,7 @@
-"""The choice lists of the public options, in one import-free module.
+"""The choice lists and stated bounds of the public options, in one import-free module.
 
-The library validates against these, and the command line offers exactly these, without
-importing the heavy modules that use them (so ``gpusimhash --help`` stays fast).
+The library validates against these, and the command line offers (and states) exactly these,
+without importing the heavy modules that use them (so ``gpusimhash --help`` stays fast).
 """
 
 from __future__ import annotations
@@ -20,3 +20,8 @@ POLICIES = ("first", "longest", "score")
 CLUSTERINGS = ("star", "components")
 # where dedup's candidate pairs come from (gpusimhash.dedup.candidates)
 CANDIDATE_SOURCES = ("auto", "features", "codes")
+# input bytes (as stored) up to which a distributed dedup is the driver's: one machine does such
+# a corpus in about a second (about 110,000 PyPI summaries in JSONL), less than the stages'
+# fixed costs on the cluster (about 0.3 s on 2 local workers) and their share of the work save
+# (`bench/results/distributed_real.json`)
+DRIVER_INPUT_BYTES = 8 << 20

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from gpusimhash._choices import DRIVER_INPUT_BYTES
 from gpusimhash.cli import options
 
 
@@ -36,7 +37,8 @@ def add_cluster_options(parser: argparse.ArgumentParser) -> None:
         type=lambda text: options.integer(text, "workers", 1),
         metavar="N",
         help="run on a local cluster of N worker processes, started and stopped here (an "
-        "input of at most 8 MiB is deduplicated by this process, starting none)",
+        f"input of at most {DRIVER_INPUT_BYTES >> 20} MiB is deduplicated by this process, "
+        "starting none)",
     )
 
 

@@ -61,6 +61,7 @@ from typing import Any
 
 import numpy as np
 
+from gpusimhash._choices import DRIVER_INPUT_BYTES
 from gpusimhash.dedup.options import DedupOptions
 from gpusimhash.dedup.summary import removal_results, settings_summary
 from gpusimhash.distributed import _partitions as partitions
@@ -78,11 +79,6 @@ __all__ = ["DistributedResult", "dedup", "runs_on_driver"]
 
 # the join is exact; a partition with an invalid record stops the run
 _UNSUPPORTED = {"recall": None, "skip_invalid": False}
-# input bytes (as stored) up to which the run is the driver's: one machine does such a corpus in
-# about a second (about 110,000 PyPI summaries in JSONL), less than the stages' fixed costs on
-# the cluster (about 0.3 s on 2 local workers) and their share of the work save
-# (`bench/results/distributed_real.json`)
-DRIVER_INPUT_BYTES = 8 << 20
 
 
 @dataclass

@@ -208,3 +208,13 @@ def test_without_a_client_or_a_cluster_the_driver_deduplicates_a_small_input(
     assert main([*command, "-q", "--no-report"]) == 0, capsys.readouterr().err
     _same_outputs(tmp_path / "single", tmp_path / "cli")
     assert np.flatnonzero(~single.kept).tolist() == result.removed.tolist()
+
+
+def test_the_workers_option_states_the_drivers_bound(capsys):
+    from gpusimhash._choices import DRIVER_INPUT_BYTES  # the default (this module patches it)
+    from gpusimhash.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["dedup", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert f"at most {DRIVER_INPUT_BYTES >> 20} MiB is deduplicated" in help_text
