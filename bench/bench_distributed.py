@@ -31,8 +31,9 @@ core each), a process cluster is started and warmed up once, then for each size 
 core, right before the distributed dedup of the same documents in ``--parts`` JSONL partitions.
 The distributed dedup runs twice: its stages spread over the workers, and on the driver, every
 task a call in this process (`gpusimhash.distributed.dedup`'s ``driver_input_bytes``);
-"default" marks the one its input's bytes choose. With ``--repeat N`` all of it runs N times, interleaved, and the
-table compares the medians. Records each run's wall time, stages, the load average and the
+"default" marks the one `gpusimhash.distributed._pipeline.runs_on_driver` chooses (by the
+input's bytes, and the local cluster's threads against this process's). With ``--repeat N``
+all of it runs N times, interleaved, and the table compares the medians. Records each run's wall time, stages, the load average and the
 cores other jobs used, the cluster's time against one machine's on every core (what the
 cluster gave on this machine) and on one core (what each worker, of one core, added), and
 whether the kept documents and duplicates report are byte-identical:
@@ -67,7 +68,7 @@ from gpusimhash.dedup.pipeline import dedup_file
 from gpusimhash.distributed import _components as components
 from gpusimhash.distributed import dedup, local_cluster
 from gpusimhash.distributed._join_stage import TASK_DOCUMENTS
-from gpusimhash.distributed._pipeline import DRIVER_INPUT_BYTES
+from gpusimhash.distributed._pipeline import DRIVER_INPUT_BYTES, runs_on_driver
 from gpusimhash.distributed._run import piece
 
 # 4 tables of 32 bits. Radius 7 (8 tables of 16 bits) gives ~100M candidate pairs of codes at 2M
@@ -464,7 +465,7 @@ def _one_machine_then_cluster(
     one_core = _one_machine(folder, out / f"single-{n}-1", options, size, name, 1)
     single["run"], one_core["run"] = "one machine", "one machine, 1 core"
     rows = [single, one_core]
-    chosen = sum(p.stat().st_size for p in (folder / "parts").iterdir()) <= DRIVER_INPUT_BYTES
+    chosen = runs_on_driver(sorted((folder / "parts").iterdir()), client=client)
     for mode, limit in RUN_AS.items():
         target = out / f"workers{n}-{mode}"
         seconds, spread, others, load = _timed(

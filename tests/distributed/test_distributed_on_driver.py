@@ -154,6 +154,65 @@ def test_the_input_bytes_decide_the_driver_or_the_cluster(corpus, tmp_path, monk
         _same_outputs(tmp_path / str(size), tmp_path / out)
 
 
+class _Cluster:
+    """What `runs_on_driver` asks of a client: its workers and their loops' threads."""
+
+    def __init__(self, workers):
+        self.workers = workers  # address: (host, threads)
+
+    def scheduler_info(self):
+        return {"workers": {a: {"host": host} for a, (host, _) in self.workers.items()}}
+
+    def run(self, function):
+        return {a: n for a, (_, n) in self.workers.items()}
+
+
+LOCAL = "tcp://127.0.0.1:{}"
+
+
+@pytest.mark.parametrize(
+    ("workers", "driver_threads", "on_driver"),
+    [
+        ({LOCAL.format(1): ("127.0.0.1", 1)}, 2, True),  # half the driver's threads
+        ({LOCAL.format(1): ("127.0.0.1", 1)}, 1, False),
+        ({LOCAL.format(1): ("127.0.0.1", 2), LOCAL.format(2): ("127.0.0.1", 1)}, 5, False),
+        ({LOCAL.format(1): ("127.0.0.1", 2), LOCAL.format(2): ("127.0.0.1", 1)}, 6, True),
+        ({"inproc://192.0.2.2/1/1": ("192.0.2.2", 1)}, 4, True),
+        ({"tcp://[::1]:1": ("::1", 1)}, 4, True),
+        ({"tcp://10.0.0.7:1": ("10.0.0.7", 1)}, 64, False),  # another machine's cores
+        ({LOCAL.format(1): ("127.0.0.1", 1), "tcp://10.0.0.7:1": ("10.0.0.7", 1)}, 64, False),
+        ({"tcp://node-3:1": ("node-3", 1)}, 64, False),
+        ({}, 64, False),
+    ],
+)
+def test_a_local_cluster_of_few_threads_leaves_the_input_to_the_driver(
+    corpus, monkeypatch, workers, driver_threads, on_driver
+):
+    monkeypatch.setattr(_pipeline, "DRIVER_INPUT_BYTES", 0)  # no input is small
+    monkeypatch.setattr(_pipeline, "threads", lambda: driver_threads)
+    paths = sorted((corpus / "parts").iterdir())
+    assert _pipeline.runs_on_driver(paths, None, _Cluster(workers)) == on_driver
+    assert not _pipeline.runs_on_driver(paths, -1, _Cluster(workers))  # always the cluster
+    assert not _pipeline.runs_on_driver(paths)  # no client: the bytes alone
+
+
+@pytest.mark.slow
+def test_a_one_thread_local_worker_beside_the_driver(corpus, tmp_path, monkeypatch):
+    from gpusimhash._cpu._threads import threads
+    from gpusimhash.distributed import local_cluster
+
+    monkeypatch.setattr(_pipeline, "DRIVER_INPUT_BYTES", 0)  # no input is small
+    dedup_file(corpus / "all.jsonl", tmp_path / "single")
+    with (
+        local_cluster(1, 1, dashboard_address=":0") as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        result = dedup(corpus / "parts", tmp_path / "default", client=client)
+    assert result.summary["distributed"]["on_driver"] == (threads() >= 2)
+    assert result.summary["distributed"]["workers"] == 1
+    _same_outputs(tmp_path / "single", tmp_path / "default")
+
+
 @pytest.mark.slow
 def test_the_driver_warns_and_fails_as_the_cluster(corpus, tmp_path, monkeypatch):
     monkeypatch.setattr(join_plan, "_WARN_RATIO", 0.0)  # every join of the codes warns
