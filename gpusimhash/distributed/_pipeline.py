@@ -2,7 +2,8 @@
 
 Stages (task keys ``gpusimhash-<stage>-<run>-...``), each a mixin of the run over
 `gpusimhash.distributed._run.RunState` (``_join_stage``, ``_cluster_stage``, ``_write_stage``).
-Input files of at most `DRIVER_INPUT_BYTES` in all run every stage in the driver's process
+Input files of at most `DRIVER_INPUT_BYTES` in all, or any input beside a local cluster of at
+most half the driver's threads (`runs_on_driver`), run every stage in the driver's process
 instead, each task a call (`gpusimhash.distributed._inline`): the same outputs, without the
 stages' fixed costs on the cluster.
 
@@ -227,7 +228,7 @@ def runs_on_driver(
     this machine: in this process or at a loopback address) and its workers' compiled loops
     have at most half this process's threads in all: this process then does the same work on
     at least twice the threads, without the stages' fixed costs (a one-core worker beside a
-    two-core driver took 2.94 s where the driver took 2.09 s on 200,000 PyPI summaries,
+    two-core driver took 3.28 s where the driver took 2.32 s on 200,000 PyPI summaries,
     ``bench/results/distributed_real.json``).
 
     Parameters
