@@ -9,7 +9,12 @@ repeated), each against its NumPy peer:
   packed int64 key per pair), on random pairs and on four sorted runs of them (``sorted_runs``:
   merged);
 - ``np.searchsorted`` of the pairs' rows among the distinct ones against
-  `gpusimhash._unique.value_positions` (a table over the dense range).
+  `gpusimhash._unique.value_positions` (a table over the dense range);
+- a lexsort of 256-bit codes by all their words against `gpusimhash.join._groups.collapse`
+  (sorted by the first word, then the rows sharing one), on random codes, a quarter of them
+  one bit from another in their last word and a tenth repeated;
+- a lexsort of documents by code, feature hash and position against
+  `gpusimhash.verify._units._by_code_and_hash` (one packed key).
 
 Best of ``--repeats``, after a warm-up; both sides give the same arrays (checked). Prints a
 table and writes bench/results/unique_cpu.json.
@@ -31,6 +36,8 @@ from _common import print_table, write_json
 
 from gpusimhash._unique import distinct_values, value_positions
 from gpusimhash.distributed._pairs import distinct
+from gpusimhash.join._groups import collapse
+from gpusimhash.verify._units import _by_code_and_hash
 
 
 def _lexsorted(pairs: np.ndarray) -> np.ndarray:
@@ -39,6 +46,35 @@ def _lexsorted(pairs: np.ndarray) -> np.ndarray:
     fresh = np.ones(len(pairs), dtype=bool)
     fresh[1:] = (pairs[1:] != pairs[:-1]).any(axis=1)
     return pairs[fresh]
+
+
+def _lexsorted_rows(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows and inverse by a lexsort of every word (the first-word sort's peer)."""
+    order = np.lexsort(words.T[::-1])
+    ordered = words[order]
+    first = np.ones(len(words), dtype=bool)
+    first[1:] = (ordered[1:] != ordered[:-1]).any(axis=1)
+    inverse = np.empty(len(words), dtype=np.int64)
+    inverse[order] = np.cumsum(first) - 1
+    return ordered[first], inverse
+
+
+def _codes(rng: np.random.Generator, size: int) -> np.ndarray:
+    """Random 256-bit codes: a quarter one bit from another in the last word, a tenth repeated."""
+    codes = rng.integers(0, 2**63, (size, 4), dtype=np.uint64)
+    near = rng.choice(size, size // 4, replace=False)
+    codes[near] = codes[rng.integers(0, size, near.size)]
+    codes[near, 3] ^= np.uint64(1)
+    repeated = rng.choice(size, size // 10, replace=False)
+    codes[repeated] = codes[rng.integers(0, size, repeated.size)]
+    return codes
+
+
+def _same(found, expected) -> bool:
+    """Whether two results (arrays or tuples of arrays) are equal."""
+    if isinstance(found, tuple):
+        return all(np.array_equal(f, e) for f, e in zip(found, expected, strict=True))
+    return bool(np.array_equal(found, expected))
 
 
 def best(repeats: int, run) -> tuple[float, np.ndarray]:
@@ -64,6 +100,10 @@ def main() -> None:
     pairs = np.concatenate([pairs, pairs[: args.size // 20]])
     runs = np.concatenate([distinct(p) for p in np.array_split(pairs, 4)])
     nodes = np.unique(pairs)
+    codes = _codes(rng, args.size)
+    code, hashes = rng.integers(0, args.size // 2, args.size), rng.integers(0, 2**63, args.size)
+    hashes = hashes.astype(np.uint64)
+    positions = np.arange(args.size)
     rows = []
     for name, peer, ours in (
         ("distinct values", lambda: np.unique(values), lambda: distinct_values(values)),
@@ -79,6 +119,12 @@ def main() -> None:
             lambda: np.searchsorted(nodes, pairs),
             lambda: value_positions(nodes, pairs),
         ),
+        ("distinct 256-bit codes", lambda: _lexsorted_rows(codes), lambda: collapse(codes)),
+        (
+            "documents by code and hash",
+            lambda: np.lexsort((positions, hashes, code)),
+            lambda: _by_code_and_hash(code, hashes),
+        ),
     ):
         peer_s, expected = best(args.repeats, peer)
         ours_s, found = best(args.repeats, ours)
@@ -88,7 +134,7 @@ def main() -> None:
                 "NumPy seconds": round(peer_s, 4),
                 "ours seconds": round(ours_s, 4),
                 "ours / NumPy": round(ours_s / peer_s, 2),
-                "same": bool(np.array_equal(found, expected)),
+                "same": _same(found, expected),
             }
         )
     print_table(rows, list(rows[0]))

@@ -364,7 +364,7 @@ SHOWN = {
         (Table(("table",), caption="whole processes, best of the rounds"),),
     ),
     "unique_cpu.json": Results(
-        "Distinct values without hashing against np.unique, packed pairs against a lexsort",
+        "Distinct values, pairs and codes against np.unique and lexsorts",
         (Table(("table",), caption="best of the repeats, after a warm-up"),),
     ),
     "malloc_cpu.json": Results(

@@ -59,15 +59,37 @@ class DuplicateGroups:
 
 
 def collapse(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Return the distinct rows of ``words`` and the inverse index (int64) of every row."""
+    """Return the distinct rows of ``words`` and the inverse index (int64) of every row.
+
+    The rows come in lexicographic order (word 0 first), as ``np.unique(axis=0)`` gives them:
+    sorted by their first word, then the rows of each first word that several different rows
+    share by their other words (near-duplicate codes often share a first word), not all rows
+    by every word: 0.14 s against 0.22 s on 536,000 codes of 256 bits, a quarter of them one
+    bit from another (``bench/results/unique_cpu.json``).
+
+    Examples
+    --------
+    >>> unique, inverse = collapse(np.array([[5, 1], [2, 9], [5, 1], [5, 0]], dtype=np.uint64))
+    >>> unique.tolist(), inverse.tolist()
+    ([[2, 9], [5, 0], [5, 1]], [2, 0, 2, 1])
+    """
     if words.shape[1] == 1:
         unique, inverse = np.unique(words[:, 0], return_inverse=True)
         return unique[:, None], inverse.astype(np.int64, copy=False)
-    # Rows in lexicographic order (word 0 first), as np.unique(axis=0) gives, in half its time.
-    order = np.lexsort(words.T[::-1])
+    order = np.argsort(words[:, 0])
     ordered = words[order]
     first = np.ones(len(words), dtype=bool)
     first[1:] = (ordered[1:] != ordered[:-1]).any(axis=1)
+    shared = np.zeros(len(words), dtype=bool)
+    shared[1:] = ordered[1:, 0] == ordered[:-1, 0]
+    if np.any(first & shared):  # a first word of several different rows: order those rows
+        run = np.cumsum(~shared) - 1  # each first word's run of rows
+        mixed = np.isin(run, run[first & shared])
+        rows = ordered[mixed]
+        within = np.lexsort((*rows[:, :0:-1].T, run[mixed]))
+        order[mixed] = order[mixed][within]
+        ordered[mixed] = rows[within]
+        first[1:] = (ordered[1:] != ordered[:-1]).any(axis=1)
     inverse = np.empty(len(words), dtype=np.int64)
     inverse[order] = np.cumsum(first) - 1
     return ordered[first], inverse

@@ -277,7 +277,7 @@ def feature_units(
     sizes = features.sizes
     hashes = document_hashes(features)
     local = np.flatnonzero(sizes > 0)
-    local = local[np.lexsort((local, hashes[local], code[local]))]
+    local = local[_by_code_and_hash(code[local], hashes[local])]
     starts = np.ones(local.size, dtype=bool)
     starts[1:] = (code[local][1:] != code[local][:-1]) | (hashes[local][1:] != hashes[local][:-1])
     run = np.cumsum(starts) - 1
@@ -307,6 +307,28 @@ def feature_units(
     running = np.maximum.accumulate(number)
     grows[1:] = running[1:] > running[:-1]
     return number, np.flatnonzero(grows)
+
+
+def _by_code_and_hash(code: np.ndarray, hashes: np.ndarray) -> np.ndarray:
+    """Return ``np.lexsort((np.arange(n), hashes, code))``: by code, hash, then position.
+
+    One stable sort of the code and the hash's high half packed into one key, where no two
+    documents of a code share a high half but not the whole hash (0.05 s against the lexsort's
+    0.09 s on 536,000 documents, ``bench/results/unique_cpu.json``); the lexsort otherwise.
+
+    Examples
+    --------
+    >>> hashes = np.array([9 << 32, 3, 9 << 32, 4], dtype=np.uint64)
+    >>> _by_code_and_hash(np.array([1, 0, 1, 1]), hashes).tolist()
+    [1, 3, 0, 2]
+    """
+    if code.size and int(code.min()) >= 0 and int(code.max()) < 2**31:
+        key = (code.astype(np.int64) << 32) | (hashes >> np.uint64(32)).astype(np.int64)
+        order = np.argsort(key, kind="stable")
+        ordered, hashed = key[order], hashes[order]
+        if not np.any((ordered[1:] == ordered[:-1]) & (hashed[1:] != hashed[:-1])):
+            return order
+    return np.lexsort((np.arange(code.size), hashes, code))
 
 
 def document_hashes(features: DocumentFeatures) -> np.ndarray:
