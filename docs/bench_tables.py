@@ -367,6 +367,10 @@ SHOWN = {
         "Distinct values, pairs and codes against np.unique and lexsorts",
         (Table(("table",), caption="best of the repeats, after a warm-up"),),
     ),
+    "cluster_stage_cpu.json": Results(
+        "The distributed clustering stage: the whole graph in one task, or by components",
+        (Table(("table",), caption="2 local workers of one core each, medians of the rounds"),),
+    ),
     "malloc_cpu.json": Results(
         "A worker's work under glibc's default, Dask's and local_cluster's malloc settings",
         (Table(("table",), caption="seconds on one thread, best of the rounds"),),

@@ -26,10 +26,12 @@ __all__ = ["ClusterStage"]
 
 _GROUPS_PER_WORKER = 2  # clustering tasks per worker
 _MAX_ROUNDS = 256  # label propagation needs O(log^2 n) rounds: more means a bug
-# candidate pairs plus documents sharing a code up to which one task clusters the whole graph
-# (the first 200,000 PyPI summaries at the defaults, 536,379 pairs of codes: the whole stage in
-# 0.14 to 0.16 s on 2 workers, `bench/results/distributed_real.json`)
-ONE_GROUP_WORK = 1 << 20
+# candidate pairs plus documents sharing a code up to which one task clusters the whole graph:
+# the first 800,000 PyPI summaries at the defaults, 1,507,250 pairs of codes, took the whole
+# stage 0.47 s so and 1.22 s by components on 2 workers (`bench/results/cluster_stage_cpu.json`;
+# the components' dozen stages cost more than they split); the one task's pairs stay within
+# 64 MiB (16 bytes each)
+ONE_GROUP_WORK = 1 << 22
 # partitions up to which each sends its share of the whole group unasked, an empty one too:
 # more small tasks (0.7 to 1 ms of the scheduler's time each, `_join_stage.TASK_DOCUMENTS`)
 # than a wait of the driver for the partitions holding some of its documents costs
