@@ -49,7 +49,7 @@ def distinct_values(values: np.ndarray, *, sorted_runs: bool = False) -> np.ndar
         low, size = span
         marked = np.zeros(size, dtype=bool)
         marked[(flat - low).astype(np.intp)] = True
-        return (np.flatnonzero(marked) + low).astype(values.dtype)
+        return np.flatnonzero(marked).astype(values.dtype) + values.dtype.type(low)
     ordered = np.sort(flat, kind="stable" if sorted_runs else None)
     fresh = np.ones(ordered.size, dtype=bool)
     fresh[1:] = ordered[1:] != ordered[:-1]
