@@ -32,6 +32,9 @@ _MAX_ROUNDS = 256  # label propagation needs O(log^2 n) rounds: more means a bug
 # the components' dozen stages cost more than they split); the one task's pairs stay within
 # 64 MiB (16 bytes each)
 ONE_GROUP_WORK = 1 << 22
+# estimated bytes of the features of the whole graph's documents up to which one task holds them
+# (`ClusterStage._group_bytes`): 800,000 PyPI summaries, 126 bytes each on average, 101 MB
+ONE_GROUP_BYTES = 1 << 30
 # partitions up to which each sends its share of the whole group unasked, an empty one too:
 # more small tasks (0.7 to 1 ms of the scheduler's time each, `_join_stage.TASK_DOCUMENTS`)
 # than a wait of the driver for the partitions holding some of its documents costs
@@ -47,7 +50,8 @@ class ClusterStage(RunState):
         """Cluster the candidate graph on the workers; return the removals and clusters.
 
         A graph of at most `ONE_GROUP_WORK` pairs (each counted as often as the join found it)
-        and documents sharing a code is clustered by one task (`_cluster_whole`); a larger one
+        and documents sharing a code, whose documents' features take at most `ONE_GROUP_BYTES`
+        by estimate (`_group_bytes`), is clustered by one task (`_cluster_whole`); a larger one
         is split by its components into groups (`_cluster_components`), its pairs first kept
         once each where the join may have found one twice.
         """
@@ -58,7 +62,7 @@ class ClusterStage(RunState):
             code = np.full_like(self.featureless, self.featureless.min())
             featureless = np.stack([self.featureless, code], axis=1)
         stats["pairs_verified"] = 0
-        if self.work <= ONE_GROUP_WORK:
+        if self.work <= ONE_GROUP_WORK and self._group_bytes() <= ONE_GROUP_BYTES:
             clustered = self._cluster_whole(stats, featureless)
         else:
             if self.repeated_pairs:
@@ -74,6 +78,18 @@ class ClusterStage(RunState):
         order = np.argsort(removed)
         removed, kept_for, similarity = removed[order], kept_for[order], similarity[order]
         return removed, kept_for, similarity, _clusters(removed, kept_for)
+
+    def _group_bytes(self) -> float:
+        """Estimate the bytes of the whole graph's documents' features, on one worker.
+
+        At most two documents per pair and one per document sharing a code (`work`), and at
+        most every document, at the corpus's mean bytes of features per document.
+        """
+        n = int(self.offsets[-1])
+        if not n:
+            return 0.0
+        mean = sum(file.feature_bytes for file in self.files) / n
+        return min(n, 2 * self.work) * mean
 
     def _cluster_whole(self, stats: dict[str, Any], featureless: np.ndarray) -> list[Any]:
         """Cluster the whole graph in one task, with the features of its documents (results).

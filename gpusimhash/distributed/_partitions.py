@@ -111,12 +111,15 @@ class PartFile:
         Documents read from it.
     featureless : ndarray, dtype int64
         Rows in the file of its documents without features (never joined).
+    feature_bytes : int
+        Bytes of its documents' merged features (`DocumentFeatures.nbytes`).
     """
 
     path: Path
     state: FileState
     n_docs: int
     featureless: np.ndarray
+    feature_bytes: int
 
 
 @dataclass(frozen=True)
@@ -213,9 +216,12 @@ def fingerprint_part(path: Path, settings: FingerprintSettings, read: ReadOption
 
 
 def part_file(part: Part) -> PartFile:
-    """Return a partition's file, state, documents and featureless ones (what the driver gathers)."""
+    """Return a partition's file, state, documents, featureless ones and features' bytes.
+
+    What the driver gathers of each partition.
+    """
     featureless = np.flatnonzero(part.features.sizes == 0).astype(np.int64)
-    return PartFile(part.path, part.state, part.n_docs, featureless)
+    return PartFile(part.path, part.state, part.n_docs, featureless, part.features.nbytes)
 
 
 def collapse_pieces(part: Part, offset: int, n_tasks: int) -> list[tuple[np.ndarray, ...]]:

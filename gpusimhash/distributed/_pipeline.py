@@ -27,7 +27,8 @@ stages' fixed costs on the cluster.
    where brute force wins): the distinct codes in ``k`` pieces, one task per pair of pieces
    comparing every pair by FAISS's range search (`gpusimhash.distributed._tiles`).
 4. ``cluster``: a candidate graph of at most `_cluster_stage.ONE_GROUP_WORK` pairs and
-   documents sharing a code is gathered by one task (`gpusimhash.distributed._groups.whole_group`,
+   documents sharing a code (and `_cluster_stage.ONE_GROUP_BYTES` of their features, by
+   estimate) is gathered by one task (`gpusimhash.distributed._groups.whole_group`,
    which keeps each pair once where two feature shares may have found one), each partition
    takes the features, lengths and scores of its documents in it, and one task runs the
    single-machine clustering on them, the driver waiting once. A larger graph is split by its

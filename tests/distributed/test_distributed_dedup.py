@@ -151,12 +151,15 @@ def test_many_components_spread_over_workers(corpus, cluster, tmp_path):
     _assert_same(root, tmp_path, options)
 
 
-@pytest.mark.parametrize("labelled_in_one_task", [True, False])
+@pytest.mark.parametrize(
+    ("labelled_in_one_task", "bound"),
+    [(True, "ONE_GROUP_WORK"), (False, "ONE_GROUP_WORK"), (True, "ONE_GROUP_BYTES")],
+)
 def test_a_graph_split_by_components_clusters_as_one_task_does(
-    corpus, cluster, tmp_path, monkeypatch, labelled_in_one_task
+    corpus, cluster, tmp_path, monkeypatch, labelled_in_one_task, bound
 ):
     monkeypatch.undo()  # the feature join
-    monkeypatch.setattr(cluster_stage, "ONE_GROUP_WORK", -1)
+    monkeypatch.setattr(cluster_stage, bound, -1)  # too much work, or too many bytes
     if not labelled_in_one_task:
         monkeypatch.setattr(components, "ONE_TASK_BYTES", -1)
     root, layouts = corpus
