@@ -1,8 +1,9 @@
 """The distributed clustering stage: the whole candidate graph in one task, or split by components.
 
 `gpusimhash.distributed._cluster_stage.ONE_GROUP_WORK` decides which: a graph of at most that
-many candidate pairs plus documents sharing a code is clustered by one task, a larger one by
-connected components over node shards (a dozen stages that wait on each other). On the
+many candidate pairs plus documents sharing a code is clustered by one task (while its
+documents' features stay within ``ONE_GROUP_BYTES``, which 800,000 summaries are far below), a
+larger one by connected components over node shards (a dozen stages that wait on each other). On the
 corpus's first ``--docs`` lines in ``--parts`` JSONL partitions at the defaults, on 2 local
 worker processes of one core each (`local_cluster`), after a warm-up: each round runs the dedup
 with the bound set so that the graph takes each path in turn; the table gives the medians of
