@@ -14,7 +14,10 @@ repeated), each against its NumPy peer:
   (sorted by the first word, then the rows sharing one), on random codes, a quarter of them
   one bit from another in their last word and a tenth repeated;
 - a lexsort of documents by code, feature hash and position against
-  `gpusimhash.verify._units._by_code_and_hash` (one packed key).
+  `gpusimhash.verify._units._by_code_and_hash` (one packed key);
+- ``np.unique`` of feature states with inverse and counts against
+  `gpusimhash.verify._product_join._distinct_states` (two radix passes), on 8 times as many
+  uint32 states drawn from as many distinct ones, Zipf-distributed like words.
 
 Best of ``--repeats``, after a warm-up; both sides give the same arrays (checked). Prints a
 table and writes bench/results/unique_cpu.json.
@@ -37,6 +40,7 @@ from _common import print_table, write_json
 from gpusimhash._unique import distinct_values, value_positions
 from gpusimhash.distributed._pairs import distinct
 from gpusimhash.join._groups import collapse
+from gpusimhash.verify._product_join import _distinct_states
 from gpusimhash.verify._units import _by_code_and_hash
 
 
@@ -68,6 +72,12 @@ def _codes(rng: np.random.Generator, size: int) -> np.ndarray:
     repeated = rng.choice(size, size // 10, replace=False)
     codes[repeated] = codes[rng.integers(0, size, repeated.size)]
     return codes
+
+
+def _unique_states(states: np.ndarray) -> tuple[np.ndarray, ...]:
+    """``np.unique`` of the states with inverse and counts (the radix passes' peer)."""
+    distinct, inverse, counts = np.unique(states, return_inverse=True, return_counts=True)
+    return distinct, inverse.reshape(-1), counts
 
 
 def _same(found, expected) -> bool:
@@ -104,6 +114,8 @@ def main() -> None:
     code, hashes = rng.integers(0, args.size // 2, args.size), rng.integers(0, 2**63, args.size)
     hashes = hashes.astype(np.uint64)
     positions = np.arange(args.size)
+    vocabulary = rng.integers(0, 2**32, args.size, dtype=np.uint64).astype(np.uint32)
+    states = vocabulary[np.minimum(rng.zipf(1.3, 8 * args.size), args.size) - 1]
     rows = []
     for name, peer, ours in (
         ("distinct values", lambda: np.unique(values), lambda: distinct_values(values)),
@@ -124,6 +136,11 @@ def main() -> None:
             "documents by code and hash",
             lambda: np.lexsort((positions, hashes, code)),
             lambda: _by_code_and_hash(code, hashes),
+        ),
+        (
+            "feature states, inverse and counts",
+            lambda: _unique_states(states),
+            lambda: _distinct_states(states),
         ),
     ):
         peer_s, expected = best(args.repeats, peer)

@@ -29,8 +29,6 @@ from gpusimhash.verify._features import DocumentFeatures
 
 _MARGIN = 1e-9  # as the index join's: heads a little shorter, so rounding never hides a pair
 _SHARE_BITS = 40
-# entries whose positions fit in the 32 low bits of a sort key beside their states
-_PACKED_ENTRIES = 1 << 32
 
 
 @dataclass(frozen=True)
@@ -86,22 +84,22 @@ def frequency_ranks(states: np.ndarray) -> tuple[np.ndarray, int]:
 def _distinct_states(states: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Return ``np.unique(states, return_inverse=True, return_counts=True)``, sooner.
 
-    Each state and its position are packed into one 64-bit key and the keys sorted by value:
-    NumPy sorts values with SIMD code, where ``np.unique`` sorts positions by their states
-    (an argsort), about three times slower on a million features. Past ``_PACKED_ENTRIES``
-    entries a position no longer fits beside its state, and ``np.unique`` does it.
+    The uint32 states are ordered by two stable sorts of their 16-bit halves, low then high:
+    NumPy sorts 16-bit keys by radix sort, in linear time, where ``np.unique`` argsorts the
+    states themselves: 0.15 s against 0.93 s on 4.3 million states
+    (``bench/results/unique_cpu.json``). Other dtypes take ``np.unique``.
     """
-    if states.size > _PACKED_ENTRIES:
+    if states.dtype != np.uint32:
         distinct, inverse, counts = np.unique(states, return_inverse=True, return_counts=True)
         return distinct, inverse.reshape(-1), counts
-    keys = (states.astype(np.uint64) << np.uint64(32)) | np.arange(states.size, dtype=np.uint64)
-    keys.sort()
-    ordered = (keys >> np.uint64(32)).astype(states.dtype)
+    order = np.argsort((states & 0xFFFF).astype(np.uint16), kind="stable")
+    order = order[np.argsort((states[order] >> 16).astype(np.uint16), kind="stable")]
+    ordered = states[order]
     fresh = np.ones(states.size, dtype=bool)
     np.not_equal(ordered[1:], ordered[:-1], out=fresh[1:])
     starts = np.flatnonzero(fresh)
     inverse = np.empty(states.size, dtype=np.int64)
-    inverse[(keys & np.uint64(0xFFFFFFFF)).astype(np.int64)] = np.cumsum(fresh) - 1
+    inverse[order] = np.cumsum(fresh) - 1
     return ordered[starts], inverse, np.diff(np.append(starts, states.size))
 
 
