@@ -27,10 +27,10 @@ __all__ = ["ClusterStage"]
 _GROUPS_PER_WORKER = 2  # clustering tasks per worker
 _MAX_ROUNDS = 256  # label propagation needs O(log^2 n) rounds: more means a bug
 # candidate pairs plus documents sharing a code up to which one task clusters the whole graph:
-# the first 800,000 PyPI summaries at the defaults, 1,507,250 pairs of codes, took the whole
-# stage 0.47 s so and 1.22 s by components on 2 workers (`bench/results/cluster_stage_cpu.json`;
-# the components' dozen stages cost more than they split); the one task's pairs stay within
-# 64 MiB (16 bytes each)
+# on the first 800,000 PyPI summaries at the defaults (1,507,250 pairs of codes) the stage took
+# 0.47 s so, 1.22 s by components, on 2 workers (`bench/results/cluster_stage_cpu.json`: the
+# components' dozen stages cost more than they split); the one task's pairs stay within 64 MiB
+# (16 bytes each)
 ONE_GROUP_WORK = 1 << 22
 # estimated bytes of the features of the whole graph's documents up to which one task holds them
 # (`ClusterStage._group_bytes`): 800,000 PyPI summaries, 126 bytes each on average, 101 MB
