@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
-IMPORTS = ("numpy", "numba", "scipy", "faiss", "pyarrow", "cupy")
+IMPORTS = ("numpy", "numba", "scipy", "orjson", "faiss", "pyarrow", "cupy")
 SMI_FIELDS = "name,driver_version,memory.total,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu"
 WARM_FAMILIES = ("text", "features", "join", "verify")
 

@@ -42,6 +42,7 @@ import numpy as np
 
 from gpusimhash._choices import FORMATS
 from gpusimhash.io import consumed
+from gpusimhash.io._json import loads
 from gpusimhash.io.fields import SEPARATOR, FieldError, TextField
 from gpusimhash.io.skipped import Skipped
 
@@ -587,7 +588,7 @@ def _parse_json_line(
 ) -> tuple[int | str | None, str, dict[str, Any]]:
     """Parse a JSONL record's line (`_json_line`) into ``(id or None, text, record)``."""
     try:
-        record = json.loads(content)
+        record = loads(content)
     except json.JSONDecodeError as error:
         raise InputError(f"{_where(path, line)}: not valid JSON ({error.msg})") from None
     except ValueError as error:  # an integer beyond Python's digit limit
