@@ -85,3 +85,9 @@ def test_what_orjson_refuses_json_loads_reads(text, expected):
 def test_nesting_past_orjson_limit_is_json_loads_recursion_error():
     with pytest.raises(RecursionError):
         loads("[" * 100_000 + "]" * 100_000)
+
+
+def test_an_integer_past_python_digit_limit_is_json_loads_value_error():
+    text = '{"id": 1' + "0" * 5000 + "}"
+    assert _ours(text) == _outcome(text)
+    assert _ours(text)[0] == "ValueError"
