@@ -229,7 +229,7 @@ def runs_on_driver(
     this machine: in this process or at a loopback address) and its workers' compiled loops
     have at most half this process's threads in all: this process then does the same work on
     at least twice the threads, without the stages' fixed costs (a one-core worker beside a
-    two-core driver took 3.08 s where the driver took 2.06 s on 200,000 PyPI summaries,
+    two-core driver took 3.61 s where the driver took 2.22 s on 200,000 PyPI summaries,
     ``bench/results/distributed_real.json``).
 
     Parameters
