@@ -43,6 +43,16 @@ class Similarities:
     weighted_jaccard: np.ndarray
 
 
+# each array's dtypes: weights narrower than float64 only where exact (`widened` widens them)
+_DTYPES = {
+    "states": (np.uint32,),
+    "offsets": (np.int64,),
+    "weights": (np.int8, np.int16, np.float32, np.float64),
+    "exponents": (np.int64,),
+    "squared_norms": (np.float64,),
+}
+
+
 @dataclass(frozen=True)
 class DocumentFeatures:
     """Each document's distinct feature states, sorted, with their summed weights.
@@ -66,6 +76,15 @@ class DocumentFeatures:
     squared_norms : ndarray, shape (n_docs,), dtype float64
         ``sum (w * 2**-e)**2``: the squared norm in units of ``2**e``.
 
+    Raises
+    ------
+    ValueError
+        Built directly from arrays that do not fit together: not one-dimensional, another dtype
+        than above, lengths that disagree, or offsets that do not run from 0 to the number of
+        states without decreasing (the compiled loops index the arrays unchecked). The values
+        themselves are taken as `from_batch` gives them. Arrays that are not contiguous are
+        copied.
+
     Examples
     --------
     >>> import numpy as np
@@ -80,6 +99,39 @@ class DocumentFeatures:
     weights: np.ndarray
     exponents: np.ndarray
     squared_norms: np.ndarray
+
+    def __post_init__(self) -> None:
+        """Check that the arrays fit together; copy those that are not contiguous."""
+        for name, dtypes in _DTYPES.items():
+            value = getattr(self, name)
+            if not (isinstance(value, np.ndarray) and value.ndim == 1 and value.dtype in dtypes):
+                allowed = " or ".join(np.dtype(d).name for d in dtypes)
+                raise ValueError(
+                    f"DocumentFeatures: {name} must be a one-dimensional array of {allowed}, "
+                    f"got {_describe(value)} (DocumentFeatures.from_batch builds them)"
+                )
+            if not value.flags.c_contiguous:
+                object.__setattr__(self, name, np.ascontiguousarray(value))
+        n_docs, n_states = self.exponents.size, self.states.size
+        lengths = {
+            "offsets": (self.offsets.size, n_docs + 1),
+            "squared_norms": (self.squared_norms.size, n_docs),
+            "weights": (self.weights.size, n_states),
+        }
+        for name, (found, wanted) in lengths.items():
+            if found != wanted:
+                raise ValueError(
+                    f"DocumentFeatures: {name} holds {found:,} values where {n_docs:,} "
+                    f"documents (exponents) of {n_states:,} states need {wanted:,}"
+                )
+        offsets = self.offsets
+        decreasing = bool(np.any(offsets[1:] < offsets[:-1]))
+        if offsets[0] != 0 or offsets[-1] != n_states or decreasing:
+            raise ValueError(
+                f"DocumentFeatures: offsets must run from 0 to the {n_states:,} states without "
+                f"decreasing, got {offsets[0]:,} to {offsets[-1]:,}"
+                + (", decreasing on the way" if decreasing else "")
+            )
 
     @classmethod
     def from_batch(cls, batch: FeatureBatch) -> DocumentFeatures:
@@ -329,3 +381,10 @@ def check_pairs(pairs: Any, n: int) -> np.ndarray:
             f"at row {int(same[0])}"
         )
     return array.astype(np.int64, copy=False)
+
+
+def _describe(value: Any) -> str:
+    """Name an array's shape and dtype, or another value's type, for an error message."""
+    if isinstance(value, np.ndarray):
+        return f"an array of shape {value.shape} and dtype {value.dtype}"
+    return f"a {type(value).__name__}"

@@ -1,0 +1,63 @@
+"""DocumentFeatures built from arrays: ones that do not fit together are refused, by name."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpusimhash import DocumentFeatures
+from gpusimhash.fingerprinting import featurize
+
+TEXTS = ["red fox jumps", "red fox jumps high", "", "blue sky", "red fox"]
+
+
+def _arrays():
+    """The five arrays of real features, as keyword arguments."""
+    features = DocumentFeatures.from_batch(featurize(TEXTS))
+    names = ("states", "offsets", "weights", "exponents", "squared_norms")
+    return {name: getattr(features, name) for name in names}
+
+
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        # offsets past the states: the compiled loops would read far outside them
+        ({"offsets": np.array([0, 3, 7, 7, 9, 10**9])}, "offsets must run from 0 to the 11 states"),
+        ({"offsets": np.array([1, 3, 7, 7, 9, 11])}, "got 1 to 11"),
+        ({"offsets": np.array([0, 5, 3, 7, 9, 11])}, "decreasing on the way"),
+        (
+            {"states": np.arange(11, dtype=np.int64)},
+            "states must be a one-dimensional array of uint32",
+        ),
+        ({"offsets": [0, 3, 7, 7, 9, 11]}, "offsets must be .* got a list"),
+        ({"weights": np.ones((11, 1))}, r"weights must be .* shape \(11, 1\)"),
+        ({"exponents": np.zeros(4, np.int64)}, "offsets holds 6 values where 4 documents"),
+        ({"squared_norms": np.ones(4)}, "squared_norms holds 4 values where 5 documents"),
+        ({"weights": np.ones(10)}, "weights holds 10 values where .* need 11"),
+    ],
+)
+def test_arrays_that_do_not_fit_together_are_refused_by_name(change, match):
+    arrays = _arrays()
+    assert arrays["offsets"].tolist() == [0, 3, 7, 7, 9, 11]  # what the changes are written for
+    with pytest.raises(ValueError, match=match):
+        DocumentFeatures(**(arrays | change))
+
+
+@settings(max_examples=30, deadline=None)
+@given(step=st.integers(2, 3), narrow=st.booleans())
+def test_arrays_that_are_not_contiguous_give_the_same_similarities(step, narrow):
+    arrays = _arrays()
+    # counts: exact in float32, which verification widens
+    kept = arrays | ({"weights": arrays["weights"].astype(np.float32)} if narrow else {})
+    spread = {}
+    for name, values in kept.items():
+        wide = np.zeros(values.size * step, values.dtype)
+        wide[::step] = values
+        spread[name] = wide[::step]  # a strided view of the same values
+    features = DocumentFeatures(**spread)
+    assert all(getattr(features, name).flags.c_contiguous for name in arrays)
+    pairs = np.array([[0, 1], [0, 4], [1, 4], [3, 4], [2, 3]])
+    expected = DocumentFeatures(**arrays).similarities(pairs)
+    found = features.widened().similarities(pairs)
+    for measure in ("cosine", "jaccard", "weighted_jaccard"):
+        np.testing.assert_array_equal(getattr(found, measure), getattr(expected, measure))
