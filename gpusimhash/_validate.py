@@ -184,10 +184,49 @@ def device_batch(xp: ModuleType, batch: FeatureBatch) -> tuple[Any, Any, Any | N
             raise TypeError(f"{name} must be a {xp.__name__} {expected[name]} array, got {kind}")
         if array.ndim != 1:
             raise ValueError(f"{name} must be one-dimensional, got shape {array.shape}")
+    return _batch_structure(xp, batch)
+
+
+def host_batch(batch: FeatureBatch) -> None:
+    """Validate the structure of a FeatureBatch on the host, as `device_batch` does there.
+
+    The compiled loops index its arrays by its offsets unchecked: offsets past the states would
+    read (and write) outside them.
+
+    Parameters
+    ----------
+    batch : FeatureBatch
+        The batch; its states and weights are converted where they are used.
+
+    Raises
+    ------
+    TypeError
+        An array that is not a NumPy array, or offsets that are not integers.
+    ValueError
+        As `device_batch`.
+    """
+    for name in ("states", "offsets", "weights"):
+        array = getattr(batch, name)
+        if array is None and name == "weights":
+            continue
+        if not isinstance(array, np.ndarray):
+            raise TypeError(f"{name} must be a numpy array, got {type(array).__name__}")
+        if array.ndim != 1:
+            raise ValueError(f"{name} must be one-dimensional, got shape {array.shape}")
+    if batch.offsets.dtype.kind not in "iu":
+        raise TypeError(f"offsets must be integers, got {batch.offsets.dtype}")
+    _batch_structure(np, batch)
+
+
+def _batch_structure(xp: ModuleType, batch: FeatureBatch) -> tuple[Any, Any, Any | None]:
+    """Check a batch's offsets and weights against its states; return its arrays, contiguous."""
     states, offsets = xp.ascontiguousarray(batch.states), xp.ascontiguousarray(batch.offsets)
     nnz = states.size
     if offsets.size < 1 or int(offsets[0]) != 0 or int(offsets[-1]) != nnz:
-        raise ValueError(f"offsets must run from 0 to nnz = {nnz}, got shape {offsets.shape}")
+        raise ValueError(
+            f"offsets must run from 0 to nnz = {nnz}, got "
+            + (f"{int(offsets[0])} to {int(offsets[-1])}" if offsets.size else "none")
+        )
     if bool((offsets[1:] < offsets[:-1]).any()):
         raise ValueError("offsets must be non-decreasing")
     weights = batch.weights

@@ -379,6 +379,7 @@ def fingerprint_device(
         texts = documents if isinstance(documents, Utf8Texts) else list(documents)
         return _gpu.fingerprint_text(texts, featurizer, bits=bits, seed=seed)
     if not isinstance(documents.states, cupy.ndarray):
+        _validate.host_batch(documents)
         return _gpu.fingerprint_batch(documents, bits=bits, seed=seed)
     states, offsets, weights = _validate.device_batch(cupy, documents)
     engine = _gpu.device_engine()

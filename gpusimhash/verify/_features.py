@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from gpusimhash import _backend, _segments
+from gpusimhash import _backend, _segments, _validate
 from gpusimhash._cpu._verify_loops import (
     merge_documents,
     pair_similarities,
@@ -145,7 +145,13 @@ class DocumentFeatures:
         Returns
         -------
         DocumentFeatures
+
+        Raises
+        ------
+        TypeError, ValueError
+            A batch whose arrays do not fit together (`gpusimhash._validate.host_batch`).
         """
+        _validate.host_batch(batch)
         return cls(
             *merge_documents(
                 np.ascontiguousarray(batch.states, dtype=np.uint32),

@@ -1,11 +1,11 @@
-"""DocumentFeatures built from arrays: ones that do not fit together are refused, by name."""
+"""DocumentFeatures and FeatureBatch arrays that do not fit together: refused, by name."""
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpusimhash import DocumentFeatures
+from gpusimhash import DocumentFeatures, FeatureBatch
 from gpusimhash.fingerprinting import featurize
 
 TEXTS = ["red fox jumps", "red fox jumps high", "", "blue sky", "red fox"]
@@ -61,3 +61,32 @@ def test_arrays_that_are_not_contiguous_give_the_same_similarities(step, narrow)
     found = features.widened().similarities(pairs)
     for measure in ("cosine", "jaccard", "weighted_jaccard"):
         np.testing.assert_array_equal(getattr(found, measure), getattr(expected, measure))
+
+
+@pytest.mark.parametrize(
+    ("states", "offsets", "weights", "error", "match"),
+    [
+        # offsets past the states: merging the documents wrote outside its buffers
+        ([1, 2], [0, 2_000_000_000], [1.0, 1.0], ValueError, "offsets must run from 0 to nnz = 2"),
+        ([1, 2], [0, 2, 1, 2], None, ValueError, "non-decreasing"),
+        ([1, 2], [0, 2], [1.0], ValueError, r"weights must have shape \(2,\)"),
+        ([1, 2], [0, 2], [1.0, np.nan], ValueError, "finite"),
+        ([1, 2], [0.0, 2.0], None, TypeError, "offsets must be integers"),
+        ([[1, 2]], [0, 2], None, ValueError, "states must be one-dimensional"),
+    ],
+)
+def test_batches_that_do_not_fit_together_are_refused_before_merging(
+    states, offsets, weights, error, match
+):
+    batch = FeatureBatch(
+        np.asarray(states, np.uint32),
+        np.asarray(offsets),
+        None if weights is None else np.asarray(weights),
+    )
+    with pytest.raises(error, match=match):
+        DocumentFeatures.from_batch(batch)
+
+
+def test_a_batch_of_lists_is_refused_by_name():
+    with pytest.raises(TypeError, match="states must be a numpy array, got list"):
+        DocumentFeatures.from_batch(FeatureBatch([1, 2], np.array([0, 2]), None))
