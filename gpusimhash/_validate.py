@@ -151,6 +151,38 @@ def codes(value: Any, name: str = "codes") -> np.ndarray:
     return np.ascontiguousarray(array)
 
 
+def indices(values: Any, upper: int, what: str) -> np.ndarray:
+    """Check that an array holds integers in ``[0, upper)``: indices the compiled loops trust.
+
+    Parameters
+    ----------
+    values : ndarray of int
+        The indices.
+    upper : int
+        One past the largest index allowed.
+    what : str
+        Their name in the message.
+
+    Returns
+    -------
+    ndarray
+        ``values``, unchanged.
+
+    Raises
+    ------
+    TypeError
+        Not a NumPy array of integers.
+    ValueError
+        An index outside ``[0, upper)``.
+    """
+    if not isinstance(values, np.ndarray) or values.dtype.kind not in "iu":
+        kind = getattr(values, "dtype", type(values).__name__)
+        raise TypeError(f"{what} must be a numpy array of integers, got {kind}")
+    if values.size and not (values.min() >= 0 and values.max() < upper):
+        raise ValueError(f"{what} must lie in [0, {upper}), got {values.min()} to {values.max()}")
+    return values
+
+
 def device_batch(xp: ModuleType, batch: FeatureBatch) -> tuple[Any, Any, Any | None]:
     """Validate a FeatureBatch whose arrays live on the device (of module ``xp``).
 

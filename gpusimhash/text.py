@@ -185,7 +185,8 @@ def word_ngram_states(tokens: Tokens, n: int) -> tuple[np.ndarray, np.ndarray]:
         return _fnv1a_spans(tokens.code_points, tokens.starts, tokens.lengths), tokens.doc
     first, span, doc = _segments.windows(*_doc_ranges(tokens.doc, tokens.n_docs), n)
     states = _fnv1a_spans(tokens.code_points, tokens.starts[first], tokens.lengths[first])
-    for j in range(1, n):
+    # spans are at most n tokens: past the longest, no shingle grows (n may be huge)
+    for j in range(1, int(span.max(initial=1))):
         more = np.flatnonzero(span > j)
         joined = fnv1a_step(states[more], np.uint32(SPACE))
         token = first[more] + j

@@ -38,7 +38,8 @@ class Utf8Texts:
     data : ndarray, shape (n_bytes,), dtype uint8
         The documents' bytes back to back (a view of Arrow's buffer or a file's bytes is fine).
     offsets : ndarray, shape (n_docs + 1,), dtype int64
-        Non-decreasing byte offsets into ``data``; they need not start at 0.
+        Non-decreasing byte offsets into ``data``; they need not start at 0. A read-only copy
+        of the array given.
 
     Raises
     ------
@@ -68,7 +69,10 @@ class Utf8Texts:
                 f"offsets must be a one-dimensional integer array of n + 1 values, got "
                 f"{offsets.dtype} with shape {offsets.shape}"
             )
-        offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+        # a copy of its own, read-only: the compiled loops read the bytes it names unchecked, so
+        # the caller's array, changed after this check, must not reach them
+        offsets = np.array(offsets, dtype=np.int64)
+        offsets.flags.writeable = False
         if offsets[0] < 0 or offsets[-1] > data.size or bool(np.any(offsets[1:] < offsets[:-1])):
             raise ValueError(
                 f"offsets must be non-decreasing and within data ({data.size} bytes), got "

@@ -168,3 +168,19 @@ def test_empty_and_tokenless_documents_have_no_features():
     assert batch.offsets.tolist() == [0, 0, 0, 1]
     codes = fingerprint(["", "...", "a"], device="cpu")
     assert not codes[:2].any()
+
+
+def test_a_word_ngram_longer_than_every_document_costs_the_documents_not_n(monkeypatch):
+    from gpusimhash import text
+
+    texts = ["the cat sat on the mat", "a dog", ""]
+    steps = []
+    step = text.fnv1a_continue
+    monkeypatch.setattr(text, "fnv1a_continue", lambda *a: steps.append(1) or step(*a))
+    whole = TextFeaturizer(ngram=6).transform(texts)  # the longest document: one shingle
+    needed = len(steps)
+    long = TextFeaturizer(ngram=10_000).transform(texts)  # took a step per token of n
+    assert len(steps) == 2 * needed
+    np.testing.assert_array_equal(long.states, whole.states)
+    np.testing.assert_array_equal(long.offsets, whole.offsets)
+    assert TextFeaturizer(ngram=10**9).transform(texts).states.tolist() == whole.states.tolist()

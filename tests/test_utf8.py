@@ -146,3 +146,16 @@ def test_tokenizing_in_threads_gives_the_same_features(monkeypatch, featurizer):
     data[bad.offsets[20]] = 0x80  # a stray continuation byte opens document 20
     with pytest.raises(ValueError, match="document 20: not valid UTF-8"):
         featurizer.transform(Utf8Texts(data, bad.offsets))
+
+
+def test_the_callers_offsets_changed_later_do_not_reach_the_loops():
+    data = np.frombuffer(b"red fox blue sky", np.uint8)
+    offsets = np.array([0, 7, 16], np.int64)
+    texts = Utf8Texts(data, offsets)
+    expected = TextFeaturizer().transform(texts)
+    offsets[1] = 10**9  # the caller reuses its array: the loops read the bytes it names
+    assert texts.offsets.tolist() == [0, 7, 16]
+    found = TextFeaturizer().transform(texts)
+    np.testing.assert_array_equal(found.states, expected.states)
+    with pytest.raises(ValueError, match="read-only"):
+        texts.offsets[1] = 10**9

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gpusimhash import _validate
 from gpusimhash._cpu._cluster_loops import fill_adjacency
 from gpusimhash.join._groups import DuplicateGroups, index_dtype
 
@@ -109,6 +110,27 @@ class CodeGraph:
     offsets: np.ndarray
     neighbours: np.ndarray
     max_distance: int
+
+    def __post_init__(self) -> None:
+        """Check that the adjacency and the inverse index name the same distinct codes.
+
+        Raises
+        ------
+        TypeError, ValueError
+            Arrays of other kinds, offsets that do not run from 0 to the neighbours without
+            decreasing, or a code outside ``[0, n_unique)``.
+        """
+        offsets = self.offsets
+        _validate.indices(offsets, self.neighbours.size + 1, "CodeGraph: offsets")
+        if offsets.ndim != 1 or offsets.size < 1 or offsets[0] != 0:
+            raise ValueError("CodeGraph: offsets must be one-dimensional and start at 0")
+        if offsets[-1] != self.neighbours.size or np.any(offsets[1:] < offsets[:-1]):
+            raise ValueError(
+                f"CodeGraph: offsets must run to the {self.neighbours.size:,} neighbours "
+                "without decreasing"
+            )
+        _validate.indices(self.neighbours, self.n_unique, "CodeGraph: neighbours")
+        _validate.indices(self.inverse, self.n_unique, "CodeGraph: inverse")
 
     @classmethod
     def from_groups(cls, groups: DuplicateGroups) -> CodeGraph:

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from gpusimhash import _segments
+from gpusimhash import _segments, _validate
 from gpusimhash._cpu._cluster_loops import first_seen_numbers
 from gpusimhash._reprs import short_repr
 
@@ -47,6 +47,24 @@ class DuplicateGroups:
     max_distance: int
 
     __repr__ = short_repr
+
+    def __post_init__(self) -> None:
+        """Check that the pairs name distinct codes the inverse index has.
+
+        Raises
+        ------
+        TypeError, ValueError
+            Arrays of other kinds or shapes, a negative code, or a pair naming a code past
+            the inverse index's largest.
+        """
+        _validate.indices(self.inverse, np.iinfo(np.int64).max, "DuplicateGroups: inverse")
+        pairs = self.unique_pairs
+        if getattr(pairs, "ndim", 0) != 2 or pairs.shape[1] != 2:
+            raise ValueError(
+                "DuplicateGroups: unique_pairs must have shape (p, 2), got "
+                f"{getattr(pairs, 'shape', type(pairs).__name__)}"
+            )
+        _validate.indices(pairs, self.n_unique, "DuplicateGroups: unique_pairs")
 
     @property
     def n_unique(self) -> int:

@@ -231,8 +231,14 @@ class DocumentFeatures:
         -------
         DocumentFeatures
             Document ``i`` of the result is document ``rows[i]`` of this one.
+
+        Raises
+        ------
+        ValueError
+            A row outside ``[0, n_docs)``.
         """
         rows = np.asarray(rows, dtype=np.int64).reshape(-1)
+        _validate.indices(rows, self.n_docs, "take: rows")
         sizes = self.sizes[rows]
         offsets = np.zeros(rows.size + 1, dtype=np.int64)
         np.cumsum(sizes, out=offsets[1:])
@@ -299,7 +305,7 @@ class DocumentFeatures:
         return Similarities(cosine, jaccard, weighted)
 
     def comparer(self, engine: str) -> Callable[[np.ndarray, np.ndarray], _Values]:
-        """Return ``compare(left, right)``: unchecked pair similarities on an engine.
+        """Return ``compare(left, right)``: pair similarities on an engine, without `pairs` checks.
 
         On a GPU the features are uploaded once, here (``gpusimhash._gpu.verify``).
 
@@ -311,22 +317,28 @@ class DocumentFeatures:
         Returns
         -------
         callable
-            ``compare(left, right)`` takes int64 document indices (in range: not checked)
-            and returns host float64 arrays ``(cosine, jaccard, weighted_jaccard)``.
+            ``compare(left, right)`` takes two int64 arrays of document indices and returns
+            host float64 arrays ``(cosine, jaccard, weighted_jaccard)``; it raises
+            ``ValueError`` for an index outside ``[0, n_docs)``.
         """
         arrays = (self.states, self.offsets, self.weights, self.exponents, self.squared_norms)
+        n_docs = self.n_docs
         if engine == "gpu":
             from gpusimhash._gpu import verify as gpu_verify
 
             verifier = gpu_verify.device_verifier(*arrays)
 
             def on_device(left: np.ndarray, right: np.ndarray) -> _Values:
+                _validate.indices(left, n_docs, "compare: left")
+                _validate.indices(right, n_docs, "compare: right")
                 values = verifier.pair_similarities(left, right)
                 return _values(*(_backend.to_host(v) for v in values))
 
             return on_device
 
         def on_host(left: np.ndarray, right: np.ndarray) -> _Values:
+            _validate.indices(left, n_docs, "compare: left")
+            _validate.indices(right, n_docs, "compare: right")
             return _values(*pair_similarities(*arrays, left, right))
 
         return on_host

@@ -1,5 +1,8 @@
 """DocumentFeatures and FeatureBatch arrays that do not fit together: refused, by name."""
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -90,3 +93,37 @@ def test_batches_that_do_not_fit_together_are_refused_before_merging(
 def test_a_batch_of_lists_is_refused_by_name():
     with pytest.raises(TypeError, match="states must be a numpy array, got list"):
         DocumentFeatures.from_batch(FeatureBatch([1, 2], np.array([0, 2]), None))
+
+
+@pytest.mark.parametrize("outside", [-1, 5])
+def test_compare_refuses_documents_outside_the_features(outside):
+    # in a process of its own: reading outside the features crashed the process
+    script = f"""
+import numpy as np
+from gpusimhash import DocumentFeatures
+from gpusimhash.fingerprinting import featurize
+compare = DocumentFeatures.from_batch(featurize({TEXTS!r})).comparer("cpu")
+for left, right in (([0], [{outside}]), ([{outside}], [0])):
+    try:
+        compare(np.array(left, np.int64), np.array(right, np.int64))
+    except ValueError as error:
+        print(error)
+print(compare(np.array([0], np.int64), np.array([1], np.int64))[0].tolist())
+"""
+    run = subprocess.run(
+        [sys.executable, "-c", script], check=False, capture_output=True, text=True, timeout=60
+    )
+    assert run.returncode == 0, run.stderr
+    right, left, cosine = run.stdout.splitlines()
+    assert right == f"compare: right must lie in [0, 5), got {outside} to {outside}"
+    assert left == f"compare: left must lie in [0, 5), got {outside} to {outside}"
+    features = DocumentFeatures.from_batch(featurize(TEXTS))
+    assert cosine == str(features.similarities([[0, 1]]).cosine.tolist())
+
+
+@pytest.mark.parametrize("outside", [-2, 5])
+def test_take_refuses_rows_outside_the_features(outside):
+    # a negative row took one document's sizes and another's offsets
+    features = DocumentFeatures.from_batch(featurize(TEXTS))
+    with pytest.raises(ValueError, match=r"take: rows must lie in \[0, 5\)"):
+        features.take([1, outside])
