@@ -120,14 +120,13 @@ class CodeGraph:
             Arrays of other kinds, offsets that do not run from 0 to the neighbours without
             decreasing, or a code outside ``[0, n_unique)``.
         """
-        offsets = self.offsets
-        _validate.indices(offsets, self.neighbours.size + 1, "CodeGraph: offsets")
+        offsets, n_neighbours = self.offsets, getattr(self.neighbours, "size", 0)
+        _validate.indices(offsets, n_neighbours + 1, "CodeGraph: offsets")
         if offsets.ndim != 1 or offsets.size < 1 or offsets[0] != 0:
             raise ValueError("CodeGraph: offsets must be one-dimensional and start at 0")
-        if offsets[-1] != self.neighbours.size or np.any(offsets[1:] < offsets[:-1]):
+        if offsets[-1] != n_neighbours or np.any(offsets[1:] < offsets[:-1]):
             raise ValueError(
-                f"CodeGraph: offsets must run to the {self.neighbours.size:,} neighbours "
-                "without decreasing"
+                f"CodeGraph: offsets must run to the {n_neighbours:,} neighbours without decreasing"
             )
         _validate.indices(self.neighbours, self.n_unique, "CodeGraph: neighbours")
         _validate.indices(self.inverse, self.n_unique, "CodeGraph: inverse")
