@@ -269,6 +269,25 @@ def check_texts(texts: Sequence[Any], first_index: int) -> None:
             )
 
 
+def _stored_integers(values: Any, dtype: Any) -> np.ndarray:
+    """Read a stored list of integers as ``dtype``, exactly (not ``1.7`` as 1).
+
+    Raises
+    ------
+    ValueError
+        Values that are not integers, or outside ``dtype``.
+    """
+    array = np.asarray(values)
+    if array.size == 0:
+        return np.zeros(0, dtype)
+    if array.dtype.kind not in "iu":
+        raise ValueError(f"integers expected, got {array.dtype} values")
+    limits = np.iinfo(dtype)
+    if array.min() < limits.min or array.max() > limits.max:
+        raise ValueError(f"values outside {np.dtype(dtype).name}")
+    return array.astype(dtype)
+
+
 @dataclass
 class _DocumentFrequencies:
     """Fitted document frequencies: sorted feature states, their df, and the corpus size."""
@@ -561,8 +580,8 @@ class TextFeaturizer:
             raise ValueError(f"featurizer config lacks the key {missing}") from None
         if stored is not None:
             try:
-                states = np.asarray(stored["states"], dtype=np.uint32)
-                df = np.asarray(stored["df"], dtype=np.int64)
+                states = _stored_integers(stored["states"], np.uint32)
+                df = _stored_integers(stored["df"], np.int64)
                 n_docs = _validate.positive_integer(stored["n_docs"], "n_docs")
             except (KeyError, TypeError, ValueError, OverflowError) as error:
                 raise ValueError(

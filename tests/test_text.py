@@ -138,6 +138,25 @@ def test_config_round_trips_through_json_with_identical_codes():
             },
             "inconsistent",
         ),
+        *(
+            (
+                {
+                    "version": 1,
+                    "analyzer": "word",
+                    "ngram": 1,
+                    "weighting": "tfidf",
+                    "lowercase": True,
+                    "document_frequencies": {"n_docs": 2} | frequencies,
+                },
+                match,
+            )
+            # 1.7 was read as state 1, 1.5 as a count of 1
+            for frequencies, match in (
+                ({"states": [1.7, 2.2], "df": [1, 1]}, "integers expected, got float64"),
+                ({"states": [1, 2], "df": [1.5, 1]}, "integers expected, got float64"),
+                ({"states": [1, 2**32], "df": [1, 1]}, "values outside uint32"),
+            )
+        ),
     ],
 )
 def test_bad_configs_are_refused(config, match):
