@@ -54,8 +54,8 @@ class DuplicateGroups:
         Raises
         ------
         TypeError, ValueError
-            Arrays of other kinds or shapes, a negative code, or a pair naming a code past
-            the inverse index's largest.
+            Arrays of other kinds or shapes, a negative code, a pair naming a code past the
+            inverse index's largest, or pairs not ``a < b``, sorted and each once.
         """
         _validate.indices(self.inverse, np.iinfo(np.int64).max, "DuplicateGroups: inverse")
         pairs = self.unique_pairs
@@ -65,6 +65,12 @@ class DuplicateGroups:
                 f"{getattr(pairs, 'shape', type(pairs).__name__)}"
             )
         _validate.indices(pairs, self.n_unique, "DuplicateGroups: unique_pairs")
+        a, b = pairs[:, 0], pairs[:, 1]
+        later = (a[1:] > a[:-1]) | ((a[1:] == a[:-1]) & (b[1:] > b[:-1]))
+        if not (np.all(a < b) and np.all(later)):
+            raise ValueError(
+                "DuplicateGroups: unique_pairs must be pairs (a, b) with a < b, sorted, each once"
+            )
 
     @property
     def n_unique(self) -> int:

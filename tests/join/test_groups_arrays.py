@@ -18,6 +18,11 @@ CODES = np.array([[1], [1], [3], [200], [201]], dtype=np.uint8)
         ([0, -1, 2], [[0, 2]], ValueError, "inverse must lie in"),
         ([0, 1, 2], [0, 2], ValueError, r"shape \(p, 2\)"),
         ([0.0, 1.0], [[0, 1]], TypeError, "inverse must be a numpy array of integers"),
+        # repeated, reversed and self pairs came back from pairs() as given
+        ([0, 1, 2], [[0, 2], [0, 2]], ValueError, "a < b, sorted, each once"),
+        ([0, 1, 2], [[2, 0]], ValueError, "a < b, sorted, each once"),
+        ([0, 1, 2], [[1, 1]], ValueError, "a < b, sorted, each once"),
+        ([0, 1, 2], [[1, 2], [0, 2]], ValueError, "a < b, sorted, each once"),
     ],
 )
 def test_groups_naming_codes_the_inverse_index_lacks_are_refused(inverse, pairs, error, match):
