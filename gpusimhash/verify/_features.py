@@ -305,7 +305,7 @@ class DocumentFeatures:
         return Similarities(cosine, jaccard, weighted)
 
     def comparer(self, engine: str) -> Callable[[np.ndarray, np.ndarray], _Values]:
-        """Return ``compare(left, right)``: pair similarities on an engine, without `pairs` checks.
+        """Return ``compare(left, right)``: the similarities of pairs given as two index arrays.
 
         On a GPU the features are uploaded once, here (``gpusimhash._gpu.verify``).
 
