@@ -147,13 +147,18 @@ def sparse_batches(
     TypeError
         A vocabulary entry that is not a str, or a non-numeric matrix.
     ValueError
-        A vocabulary whose length is not the column count, or a non-finite entry.
+        A vocabulary whose length is not the column count, a non-finite entry, or a malformed
+        matrix (SciPy's ``check_format``: indptr decreasing, column indices out of range).
     """
     import scipy.sparse as sp  # only for sparse input: SciPy takes a while to import
 
     csr = sp.csr_matrix(matrix)
     if not np.issubdtype(csr.dtype, np.number) or np.issubdtype(csr.dtype, np.complexfloating):
         raise TypeError(f"sparse matrix must hold real numbers, got dtype {csr.dtype}")
+    try:  # SciPy takes a decreasing indptr as it is: a row sliced from it came back empty
+        csr.check_format(full_check=True)
+    except ValueError as error:
+        raise ValueError(f"sparse matrix is malformed: {error}") from None
     vocabulary = list(vocabulary)
     if len(vocabulary) != csr.shape[1]:
         raise ValueError(

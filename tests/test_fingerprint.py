@@ -231,3 +231,18 @@ def test_sparse_matrix_from_scikit_learn_style_vectorizer_matches_text():
     np.testing.assert_array_equal(
         fingerprint(counts, vocabulary=vocabulary, device="cpu"), fingerprint(texts, device="cpu")
     )
+
+
+@pytest.mark.parametrize(
+    ("indices", "indptr", "match"),
+    [
+        # SciPy keeps a decreasing indptr: row 1 of it, sliced, came back empty (a wrong code)
+        ([0, 1, 2], [0, 3, 1, 3], "indptr must be a non-decreasing sequence"),
+        ([0, 1, 7], [0, 1, 2, 3], "indices must be < 3"),
+    ],
+)
+@pytest.mark.parametrize("batch_size", [1, 10])
+def test_a_malformed_sparse_matrix_is_refused(indices, indptr, match, batch_size):
+    matrix = sp.csr_matrix((np.ones(3), np.array(indices), np.array(indptr)), shape=(3, 3))
+    with pytest.raises(ValueError, match=f"sparse matrix is malformed: {match}"):
+        fingerprint(matrix, vocabulary=["a", "b", "c"], bits=64, batch_size=batch_size)
