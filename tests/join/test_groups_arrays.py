@@ -1,4 +1,4 @@
-"""DuplicateGroups and CodeGraph built from arrays: codes outside the inverse index are refused."""
+"""DuplicateGroups and CodeGraph built from arrays: codes past the inverse index, refused."""
 
 import numpy as np
 import pytest
@@ -25,7 +25,7 @@ CODES = np.array([[1], [1], [3], [200], [201]], dtype=np.uint8)
         ([0, 1, 2], [[1, 2], [0, 2]], ValueError, "a < b, sorted, each once"),
     ],
 )
-def test_groups_naming_codes_the_inverse_index_lacks_are_refused(inverse, pairs, error, match):
+def test_groups_whose_pairs_are_not_its_codes_in_order_are_refused(inverse, pairs, error, match):
     with pytest.raises(error, match=match):
         DuplicateGroups(np.asarray(inverse), np.asarray(pairs), 1)
 
