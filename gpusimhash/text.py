@@ -399,7 +399,13 @@ class TextFeaturizer:
         -------
         TextFeaturizer
             ``self``.
+
+        Raises
+        ------
+        TypeError, ValueError
+            A ``batch_size`` that is not an integer of at least 1, a text that is not a str.
         """
+        batch_size = _validate.positive_integer(batch_size, "batch_size")
         frequencies = _DocumentFrequencies()
         seen = 0
         for chunk in chunks(texts, batch_size):

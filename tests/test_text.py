@@ -203,3 +203,13 @@ def test_a_word_ngram_longer_than_every_document_costs_the_documents_not_n(monke
     np.testing.assert_array_equal(long.states, whole.states)
     np.testing.assert_array_equal(long.offsets, whole.offsets)
     assert TextFeaturizer(ngram=10**9).transform(texts).states.tolist() == whole.states.tolist()
+
+
+@pytest.mark.parametrize("texts", [["a b", "c"], iter(["a b", "c"])])
+@pytest.mark.parametrize(
+    ("batch_size", "error"), [(0, ValueError), (-1, ValueError), (1.5, TypeError)]
+)
+def test_fit_refuses_a_batch_size_below_one(texts, batch_size, error):
+    # a list gave "range() arg 3 must not be zero"; an iterator became one batch
+    with pytest.raises(error, match="batch_size"):
+        TextFeaturizer(weighting="tfidf").fit(texts, batch_size=batch_size)
