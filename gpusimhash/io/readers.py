@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import IO, Any, NoReturn
 
 import numpy as np
+import orjson
 
 from gpusimhash._choices import FORMATS
 from gpusimhash.io import consumed
@@ -311,6 +312,8 @@ def read_batches(
         yield from _parquet_batches(path, text_field, id_field, batch_size, records, skipped)
         return
     reader = {"jsonl": _jsonl_rows, "csv": _csv_rows, "tsv": _csv_rows, "text": _text_rows}[format]
+    if format == "jsonl" and not records:  # only ids and texts: parsed by orjson alone
+        reader = functools.partial(_jsonl_rows, whole=False)
     with _open_binary(path) as stream:
         rows = reader(stream, path, format, text_field, id_field, skipped)
         yield from _batched(rows, batch_size, records)
@@ -358,7 +361,9 @@ class JsonLineBatch:
         InputError
             The record is not what `read_batches` reads (names the file and line).
         """
-        doc_id, text, _ = self._parse(k)
+        doc_id, text, _ = _parse_json_line(
+            self.lines[k], self.path, self.numbers[k], self.field, self.id_field, whole=False
+        )
         return (int(self.rows[k]) if doc_id is None else doc_id), text
 
     def parsed(self) -> DocumentBatch:
@@ -547,13 +552,15 @@ def _jsonl_rows(
     text_field: str,
     id_field: str | None,
     skipped: Skipped | None,
+    *,
+    whole: bool = True,
 ) -> Iterator[Row]:
-    """Yield ``(id, text, record)`` from JSON lines."""
+    """Yield ``(id, text, record)`` from JSON lines; not ``whole``: see `_parse_json_line`."""
     field = TextField.parse(text_field)
     row = 0
     for line, raw in _raw_lines(stream, path):
         try:
-            parsed = _jsonl_record(raw, path, line, field, id_field)
+            parsed = _jsonl_record(raw, path, line, field, id_field, whole)
         except InputError as error:
             if skipped is None:
                 raise
@@ -566,11 +573,13 @@ def _jsonl_rows(
 
 
 def _jsonl_record(
-    raw: bytes, path: Path, line: int, field: TextField, id_field: str | None
+    raw: bytes, path: Path, line: int, field: TextField, id_field: str | None, whole: bool
 ) -> tuple[int | str | None, str, dict[str, Any]] | None:
     """Parse one JSON line into ``(id or None, text, record)``; None for a blank line."""
     content = _json_line(raw, path, line)
-    return None if content is None else _parse_json_line(content, path, line, field, id_field)
+    if content is None:
+        return None
+    return _parse_json_line(content, path, line, field, id_field, whole=whole)
 
 
 def _json_line(raw: bytes, path: Path, line: int) -> str | None:
@@ -584,9 +593,21 @@ def _json_line(raw: bytes, path: Path, line: int) -> str | None:
 
 
 def _parse_json_line(
-    content: str, path: Path, line: int, field: TextField, id_field: str | None
+    content: str,
+    path: Path,
+    line: int,
+    field: TextField,
+    id_field: str | None,
+    *,
+    whole: bool = True,
 ) -> tuple[int | str | None, str, dict[str, Any]]:
-    """Parse a JSONL record's line (`_json_line`) into ``(id or None, text, record)``."""
+    """Parse a JSONL record's line (`_json_line`) into ``(id or None, text, record)``.
+
+    Not ``whole``: only the id and the text are `json.loads`'s for sure, the rest of the
+    record perhaps not (`_quick_document`); any error is the same.
+    """
+    if not whole and (quick := _quick_document(content, field, id_field)) is not None:
+        return quick
     try:
         record = loads(content)
     except json.JSONDecodeError as error:
@@ -607,6 +628,37 @@ def _parse_json_line(
     if id_field is not None:
         doc_id = _check_id(_field(record, id_field, path, line), path, line, id_field)
     return doc_id, text, record
+
+
+def _quick_document(
+    content: str, field: TextField, id_field: str | None
+) -> tuple[int | str | None, str, dict[str, Any]] | None:
+    """Return ``(id or None, text, record)`` as orjson alone reads a line, or None where it cannot.
+
+    Where orjson reads a JSON text, every string it gives is `json.loads`'s, and every integer
+    it keeps too (`gpusimhash.io._json`): such a text and such an id need neither the check
+    of lone surrogates (orjson refuses their escapes) nor the walk for integers it turned into
+    floats, which costs as much as the parse. Another field of the record may hold such a
+    float: the record is for reading its id and text, not for writing back. None for a line
+    orjson refuses, for a value that is not an object, for a missing or non-string text and
+    for an id that is missing or not an integer or a string: `_parse_json_line` then reads
+    the line as `json.loads` does, and names what is wrong with it.
+    """
+    try:
+        record = orjson.loads(content)
+    except orjson.JSONDecodeError:
+        return None
+    if type(record) is not dict:
+        return None
+    try:
+        text = field.text(record)
+    except FieldError:
+        return None
+    if id_field is None:
+        return None, text, record
+    doc_id = record.get(id_field)
+    kind = type(doc_id)
+    return (doc_id, text, record) if kind is int or kind is str else None
 
 
 def _check_unicode(record: dict[str, Any], path: Path, line: int) -> None:
