@@ -51,6 +51,7 @@ from gpusimhash._memory import check_result_size
 from gpusimhash.fingerprinting import FingerprintSettings, fingerprint
 from gpusimhash.index import _storage as storage
 from gpusimhash.index._keys import KeyMap, check_keys
+from gpusimhash.index._loaded import check_loaded, check_params
 from gpusimhash.index._lock import ReadWriteLock, reads, writes
 from gpusimhash.index._results import RangeResult, SearchResult
 from gpusimhash.io.bundle import BundleError, reading
@@ -891,7 +892,7 @@ class SimHashIndex:
                 featurizer=TextFeaturizer.from_config(metadata["featurizer"]),
                 **metadata["params"],
             )
-            ntotal = int(metadata["ntotal"])
+            ntotal = storage.count(metadata, "ntotal")
         except (KeyError, TypeError, ValueError, OverflowError) as error:
             raise BundleError(f"{saved.manifest}: bad index metadata ({error})") from None
         faiss_path = saved.index_file
@@ -901,8 +902,13 @@ class SimHashIndex:
                 f"says {ntotal} codes of {index.bits} bits"
             )
         expected_inner = type(index._inner()).__name__
-        if type(faiss.downcast_IndexBinary(loaded.index)).__name__ != expected_inner:
+        inner = faiss.downcast_IndexBinary(loaded.index)
+        if type(inner).__name__ != expected_inner:
             raise BundleError(f"{faiss_path}: not a {expected_inner} (kind {index.kind!r})")
+        check_params(inner, index.kind, index.bits, index._params, faiss_path)
+        check_loaded(
+            loaded, inner, index.kind, saved.tombstones, (faiss_path, saved.tombstones_file)
+        )
         index._index = loaded
         index._tombstones = saved.tombstones
         index._keys = saved.keys

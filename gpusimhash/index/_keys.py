@@ -149,7 +149,10 @@ class KeyMap:
             raise ValueError("internal ids repeat")
         checked = check_keys(keys)
         out = cls()
-        out._keys = [None] * size
+        try:  # a slot per internal id ever handed out
+            out._keys = [None] * size
+        except MemoryError:
+            raise ValueError(f"'next' is {size:,}: more slots than the memory holds") from None
         for i, key in zip(internal, checked, strict=True):
             out._keys[i] = key
         out._internal = dict(zip(checked, internal, strict=True))

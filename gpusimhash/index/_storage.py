@@ -46,8 +46,8 @@ class Saved:
     metadata : dict
         The manifest's settings and counts (``kind``, ``bits``, ``seed``, ``params``,
         ``featurizer``, ``ntotal``, ``n_tombstones``), as saved.
-    manifest, index_file : Path
-        The manifest and the FAISS file, for messages.
+    manifest, index_file, tombstones_file : Path
+        The manifest, the FAISS file and the tombstones' file, for messages.
     index : faiss.IndexBinaryIDMap
         The FAISS index.
     tombstones : ndarray, dtype int64
@@ -59,6 +59,7 @@ class Saved:
     metadata: dict[str, Any]
     manifest: Path
     index_file: Path
+    tombstones_file: Path
     index: Any
     tombstones: np.ndarray
     keys: KeyMap | None
@@ -151,13 +152,29 @@ def load(path: str | Path, *, mmap: bool, verify: bool) -> Saved:
             f"{manifest}: lists {sorted(paths)}, expected index, tombstones (and keys)"
         )
     try:
-        n_tombstones = int(metadata["n_tombstones"])
-    except (KeyError, TypeError, ValueError, OverflowError) as error:
+        n_tombstones = count(metadata, "n_tombstones")
+    except (KeyError, TypeError, ValueError) as error:
         raise BundleError(f"{manifest}: bad index metadata ({error})") from None
     index = _read_faiss(paths["index"], mmap)
     tombstones = _read_tombstones(paths["tombstones"], n_tombstones)
     keys = _read_keys(paths["keys"], index, tombstones) if "keys" in paths else None
-    return Saved(metadata, manifest, paths["index"], index, tombstones, keys)
+    return Saved(metadata, manifest, paths["index"], paths["tombstones"], index, tombstones, keys)
+
+
+def count(metadata: dict[str, Any], name: str) -> int:
+    """Return a count the metadata holds: an int of at least 0, not a string, float or bool.
+
+    Raises
+    ------
+    KeyError
+        No such key.
+    ValueError
+        A value that is not such an int.
+    """
+    value = metadata[name]
+    if type(value) is not int or value < 0:
+        raise ValueError(f"{name} must be an integer of at least 0, got {value!r}")
+    return value
 
 
 def load_metadata(path: str | Path) -> tuple[dict[str, Any], Path]:
