@@ -2,14 +2,37 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from gpusimhash._choices import CLUSTERINGS, OUTPUT_FORMATS, POLICIES
+import numpy as np
+
+from gpusimhash import _validate
+from gpusimhash._choices import CLUSTERINGS, FORMATS, MIN_BITS, OUTPUT_FORMATS, POLICIES
 from gpusimhash.dedup.candidates import candidate_source
 from gpusimhash.io.sources import Reading
 from gpusimhash.join._budget import MAX_CANDIDATE_PAIRS
-from gpusimhash.verify._threshold import DEFAULT_CANDIDATE_RECALL, Threshold, plan_threshold
+from gpusimhash.join._lsh import _check_recall
+from gpusimhash.verify._threshold import (
+    DEFAULT_CANDIDATE_RECALL,
+    Threshold,
+    candidate_radius,
+    plan_threshold,
+)
+
+# the options that are switches
+_FLAGS = (
+    "verify",
+    "empty_as_duplicates",
+    "force",
+    "report",
+    "skip_invalid",
+    "annotate",
+    "add_kept",
+    "pairs",
+)
 
 
 @dataclass(frozen=True)
@@ -49,7 +72,7 @@ class DedupOptions:
     force : bool
         Join even when the number of candidate pairs is over the budget.
     max_candidate_pairs : int
-        The budget, without ``force``: most pairs of distinct codes the codes' join may
+        The budget (at least 1), without ``force``: most pairs of distinct codes the codes' join may
         produce (estimated from a sample before it runs; the join holds about 40 bytes per
         pair at its peak), or most pairs of documents at the threshold the feature join may
         find (counted as it runs).
@@ -86,8 +109,14 @@ class DedupOptions:
 
     Raises
     ------
+    TypeError
+        An option of the wrong kind: a switch that is not a bool, a field name or format that is
+        not a str, a count that is not an int, a threshold or recall that is not a real number, an
+        ``against`` that is not a path.
     ValueError
-        An unknown keep policy, clustering or output format, ``keep="score"`` without a score
+        An unknown input format, keep policy, clustering, output format or device, a batch
+        size or budget below 1, a recall outside ``(0, 1)`` or candidate recall outside
+        ``(0, 1]``, ``keep="score"`` without a score
         field, or a contradictory or out-of-range threshold; ``add_kept`` without ``against``;
         ``annotate`` with ``against``.
     """
@@ -121,6 +150,7 @@ class DedupOptions:
 
     def __post_init__(self) -> None:
         """Check the options."""
+        self._check_kinds()
         if self.keep not in POLICIES:
             raise ValueError(f"keep must be one of {', '.join(POLICIES)}, got {self.keep!r}")
         if self.keep == "score" and self.score_field is None:
@@ -140,6 +170,29 @@ class DedupOptions:
             raise ValueError("annotate does not show matches against an index yet: not both")
         limit = self.threshold(8)  # checks the threshold options (the radius depends on bits)
         self.candidate_source(limit, "cpu")  # checks the candidates against them
+
+    def _check_kinds(self) -> None:
+        """Check the kinds and ranges of the options that the other checks take as given."""
+        for name in _FLAGS:
+            _flag(getattr(self, name), name)
+        _string(self.text_field, "text_field")
+        for name in ("format", "id_field", "truth_field", "score_field"):  # or None
+            if getattr(self, name) is not None:
+                _string(getattr(self, name), name)
+        if self.format is not None and self.format not in FORMATS:
+            raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {self.format!r}")
+        _validate.positive_integer(self.batch_size, "batch_size")
+        _validate.positive_integer(self.max_candidate_pairs, "max_candidate_pairs")
+        if self.recall is not None:
+            _check_recall(self.recall)
+        # checks candidate_recall, which the threshold uses only where it plans the radius
+        candidate_radius(MIN_BITS, candidate_recall=self.candidate_recall)
+        _validate.device(self.device)
+        if self.against is not None and not isinstance(self.against, str | os.PathLike):
+            raise TypeError(
+                f"against must be a path (str or Path), got {type(self.against).__name__} "
+                f"{self.against!r}"
+            )
 
     def candidate_source(self, limit: Threshold, device: str) -> str:
         """Return where the candidates come from on ``device``: ``"features"`` or ``"codes"``.
@@ -195,3 +248,15 @@ class DedupOptions:
             min_jaccard=self.min_jaccard,
             candidate_recall=self.candidate_recall,
         )
+
+
+def _flag(value: Any, name: str) -> None:
+    """Refuse a switch that is not a bool (``"no"`` would be true)."""
+    if not isinstance(value, bool | np.bool_):
+        raise TypeError(f"{name} must be a bool, got {type(value).__name__} {value!r}")
+
+
+def _string(value: Any, name: str) -> None:
+    """Refuse a name (of a field, of a format) that is not a str."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, got {type(value).__name__} {value!r}")
