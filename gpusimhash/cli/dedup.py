@@ -213,6 +213,7 @@ def run_dedup(args: argparse.Namespace) -> int:
         input_format = input_format or "jsonl"
     else:  # on a cluster: files, a folder or a glob, checked by the distributed dedup
         paths = args.input if uses_cluster(args) else _input_paths(args.input)
+        options.check_fields(args, _listed(args.input) if uses_cluster(args) else paths)
     if args.keep == "score" and not args.score_field:
         raise options.UsageError("--keep score needs --score-field FIELD")
     similarity = args.min_cosine is not None or args.min_jaccard is not None
@@ -278,9 +279,10 @@ def run_dedup(args: argparse.Namespace) -> int:
             return 0
         # every output is written into a staging folder that replaces `out` whole at the end: an
         # interrupted or failed run leaves the previous outputs, never a mix of two runs
+        spool = None
         if STDIN in map(str, paths):  # read twice: copied once
-            stdin = inputs.enter_context(spooled_stdin())
-            paths = [stdin if str(p) == STDIN else p for p in paths]
+            spool = inputs.enter_context(spooled_stdin())
+            paths = [spool if str(p) == STDIN else p for p in paths]
         with replacing_folder(out, owned=written_by_dedup) as stage:
             progress = options.progress_factory(args.quiet)
             result = run(paths, stage, settings, dedup_options, progress=progress)
@@ -291,6 +293,8 @@ def run_dedup(args: argparse.Namespace) -> int:
                 shutil.copyfileobj(stream, sys.stdout.buffer)
             sys.stdout.flush()
         label = "the bundled sample corpus" if args.input is None else summary["input"]
+        shown = functools.partial(_named, spool=spool)
+        label = shown(label)
         tables = {f"gpusimhash dedup: {label}": summary["results"]}
         if summary.get("ground_truth"):
             tables["against the ground truth"] = summary["ground_truth"]
@@ -302,7 +306,7 @@ def run_dedup(args: argparse.Namespace) -> int:
         if skipped:
             print(
                 f"gpusimhash: warning: skipped {skipped:,} invalid records, the first: "
-                f"{summary['skipped'][0]} (all counted, the first {len(summary['skipped'])} "
+                f"{shown(str(summary['skipped'][0]))} (all counted, the first {len(summary['skipped'])} "
                 "listed, in summary.json)",
                 file=sys.stderr,
             )
@@ -320,8 +324,27 @@ def _input_paths(inputs: list[str]) -> list[Path]:
     """Expand files, folders, globs and ``-``; raise UserError for one that cannot be read."""
     from gpusimhash.io.inputs import STDIN, input_files
 
+    if inputs.count(STDIN) > 1:
+        raise options.UsageError("- (standard input) is given twice: it can be read once only")
     try:
         paths = input_files(inputs)
     except (FileNotFoundError, ValueError) as error:
         raise options.UserError(f"cannot read {error}") from None
     return [p if str(p) == STDIN else options.check_readable(str(p)) for p in paths]
+
+
+def _listed(inputs: list[str]) -> list[Path]:
+    """List the files the inputs name; none where they cannot be listed (named later)."""
+    from gpusimhash.io.inputs import input_files
+
+    try:
+        return input_files(inputs)
+    except (OSError, ValueError):
+        return []
+
+
+def _named(text: str, *, spool: Path | None) -> str:
+    """Name standard input ``<stdin>``, not its deleted copy, in a text to print."""
+    from gpusimhash.io.inputs import STDIN_NAME
+
+    return text if spool is None else text.replace(str(spool), STDIN_NAME)

@@ -14,6 +14,7 @@ every value is kept as a string. Without ``--id-field``, ``build`` numbers docum
 from __future__ import annotations
 
 import argparse
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,6 +24,24 @@ from gpusimhash.cli import options
 from gpusimhash.cli.options import UsageError, UserError
 
 DEFAULT_K = 10
+MAX_INT_ID = 2**63  # int64 ids are in [0, 2**63)
+# each kind's settings (SimHashIndex(**params)): name, kind, help (the library's defaults, which
+# a test checks)
+KIND_SETTINGS = (
+    ("hash_bits", "multihash", "bits per hash table (default: 16)"),
+    ("m", "hnsw", "links per node (default: 32)"),
+    ("ef_construction", "hnsw", "candidates kept while adding (default: 40)"),
+    ("ef_search", "hnsw", "candidates kept while searching (default: 64)"),
+    (
+        "nlist",
+        "ivf",
+        (
+            "inverted lists, trained on the first batch, which needs at least as many "
+            "documents (default: 256)"
+        ),
+    ),
+    ("nprobe", "ivf", "lists searched per query (default: 16)"),
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -62,6 +81,15 @@ def add_index_commands(commands: Any) -> None:
         action="store_true",
         help="replace an index already there (as dedup's --overwrite; --force: the old name)",
     )
+    settings = build.add_argument_group("kind settings (each for its --kind only)")
+    for name, kind, text in KIND_SETTINGS:
+        flag = name.replace("_", "-")
+        settings.add_argument(
+            f"--{flag}",
+            type=functools.partial(options.integer, name=flag, low=1),
+            metavar="N",
+            help=f"{kind}: {text}",
+        )
     options.input_options(build)
     options.hashing_options(build)
     options.common(build)
@@ -118,7 +146,9 @@ def add_index_commands(commands: Any) -> None:
     )
     options.threshold_options(query)
     query.add_argument("--format", choices=FORMATS, help="format of --file")
-    query.add_argument("--text-field", default="text", help="text field of --file")
+    query.add_argument(
+        "--text-field", default="text", action=options.Given, help="text field of --file"
+    )
     query.add_argument("--id-field", help="field of --file with query ids (shown as query_id)")
     options.common(query)
     query.set_defaults(handler=run_query)
@@ -183,6 +213,10 @@ def _fill(index: SimHashIndex, args: argparse.Namespace, path: Path, *, first_bu
             batch_size=args.batch_size,
         )
 
+    untrained_ivf = _untrained_ivf(index)
+    if untrained_ivf is not None and args.quiet:
+        # used by FAISS only to warn on stderr when a list gets under 39 training codes
+        untrained_ivf.cp.min_points_per_centroid = 0
     progress = options.progress_factory(args.quiet)
     if index.featurizer.weighting == "tfidf" and not index.featurizer.is_fitted:
         texts = (t for batch in batches() for t in batch.texts)
@@ -197,6 +231,8 @@ def _fill(index: SimHashIndex, args: argparse.Namespace, path: Path, *, first_bu
             id_field=args.id_field,
             batch_size=args.batch_size,
         ):
+            if untrained_ivf is not None and added == 0:
+                _check_training_batch(index, len(batch), path, args.batch_size)
             codes = fingerprint(
                 batch.texts,
                 bits=index.bits,
@@ -223,6 +259,28 @@ def _fill(index: SimHashIndex, args: argparse.Namespace, path: Path, *, first_bu
     return added
 
 
+def _untrained_ivf(index: SimHashIndex) -> Any:
+    """Return an IVF index's untrained FAISS index (trained on the first batch added), or None."""
+    if index.kind != "ivf":
+        return None
+    import faiss
+
+    inner = faiss.downcast_IndexBinary(index.faiss_index.index)
+    return None if inner.is_trained else inner
+
+
+def _check_training_batch(index: SimHashIndex, n: int, path: Path, batch_size: int) -> None:
+    """Raise UserError when the first batch, which trains an IVF index, is too small for it."""
+    nlist = index.params["nlist"]
+    if n >= nlist:
+        return
+    larger = ", or a larger --batch-size" if n == batch_size else ""
+    raise UserError(
+        f"{path}: an IVF index with nlist={nlist} is trained on its first batch, which needs "
+        f"at least {nlist} codes, got {n}: give --nlist {n} or less{larger}"
+    )
+
+
 def _description(index: SimHashIndex, folder: Path) -> dict[str, Any]:
     """Describe an index for stats and build/add summaries."""
     featurizer = index.featurizer
@@ -244,19 +302,37 @@ def _description(index: SimHashIndex, folder: Path) -> dict[str, Any]:
     }
 
 
+def _kind_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """Return the kind settings given (``--nlist``...); UsageError for one of another kind."""
+    given = {name: getattr(args, name) for name, _, _ in KIND_SETTINGS}
+    for name, kind, _ in KIND_SETTINGS:
+        if given[name] is not None and kind != args.kind:
+            flag = name.replace("_", "-")
+            raise UsageError(f"--{flag} is a setting of --kind {kind}, not of --kind {args.kind}")
+    return {name: value for name, value in given.items() if value is not None}
+
+
 def run_build(args: argparse.Namespace) -> int:
     """Run ``gpusimhash index build``."""
     from gpusimhash import SimHashIndex
     from gpusimhash.io.bundle import writing
 
     path = options.check_readable(args.input)
+    try:
+        index = SimHashIndex(
+            args.bits,
+            kind=args.kind,
+            seed=args.seed,
+            featurizer=options.featurizer_from(args),
+            **_kind_settings(args),
+        )
+    except ValueError as error:  # a kind setting out of range
+        raise UsageError(f"--kind {args.kind}: {error}") from None
+    options.check_fields(args, [path])
     folder = options.prepare_folder(args.out)
     with writing(folder):  # a concurrent build or add into the folder waits
         if (folder / "manifest.json").exists() and not args.overwrite:
             raise UserError(f"{folder} already holds an index: give --overwrite to replace it")
-        index = SimHashIndex(
-            args.bits, kind=args.kind, seed=args.seed, featurizer=options.featurizer_from(args)
-        )
         added = _fill(index, args, path, first_build=True)
         index.save(folder)
     summary = {"added": added, **_description(index, folder)}
@@ -269,6 +345,7 @@ def run_add(args: argparse.Namespace) -> int:
     from gpusimhash.io.bundle import writing
 
     path = options.check_readable(args.input)
+    options.check_fields(args, [path])
     folder = Path(args.index)
     if not folder.is_dir():
         raise UserError(f"cannot add to {folder}: no such index folder")
@@ -303,6 +380,42 @@ def _command_line_ids(index: SimHashIndex, values: list[str]) -> list[Any]:
     return numbers
 
 
+def _int64(number: Any) -> bool:
+    """Whether an id is an int in the range of int64 ids, ``[0, 2**63)``."""
+    return isinstance(number, int) and 0 <= number < MAX_INT_ID
+
+
+def _query_codes(index: SimHashIndex, values: list[str], folder: str) -> tuple[list[Any], Any]:
+    """Return ``--id``'s ids as the index stores them and their codes; UserError if absent."""
+    ids = _command_line_ids(index, values)
+    if index.id_type == "int64":
+        for value, number in zip(values, ids, strict=True):
+            if not _int64(number):
+                raise UsageError(
+                    f"--id {value}: not an id of this index, whose ids are integers in [0, 2**63)"
+                )
+    try:
+        return ids, index.codes_of(ids)
+    except KeyError as error:
+        live = set(index.ids().tolist())
+        absent = [v for v, i in zip(values, ids, strict=True) if i not in live]
+        if not absent:
+            raise UserError(f"{folder}: {error.args[0]}") from None
+        shown = absent[0] if index.id_type == "int64" else repr(absent[0])
+        raise UserError(f"{folder}: --id {shown} is not in the index") from None
+
+
+def _id_lines(path: Path) -> list[str]:
+    """Return a ``--file``'s ids, one a line, blank ones left out; UserError names a bad line."""
+    values = []
+    for number, line in enumerate(path.read_bytes().splitlines(), 1):
+        try:
+            values.append(line.decode("utf-8").strip())
+        except UnicodeDecodeError as error:
+            raise UserError(f"{path}, line {number}: not valid UTF-8 ({error.reason})") from None
+    return [value for value in values if value]
+
+
 def _queries(args: argparse.Namespace, index: SimHashIndex) -> tuple[list[dict[str, Any]], Any]:
     """Each query's description (text, and id) and the codes to search with."""
     import numpy as np
@@ -312,6 +425,7 @@ def _queries(args: argparse.Namespace, index: SimHashIndex) -> tuple[list[dict[s
     labels: list[dict[str, Any]] = [{"query": text} for text in args.texts]
     if args.file:
         path = options.check_readable(args.file)
+        options.check_fields(args, [path])
         batches = read_batches(
             path, format=args.format, text_field=args.text_field, id_field=args.id_field
         )
@@ -323,11 +437,8 @@ def _queries(args: argparse.Namespace, index: SimHashIndex) -> tuple[list[dict[s
                 )
     codes = [index.to_codes([label["query"] for label in labels])]
     if args.query_ids:
-        ids = _command_line_ids(index, args.query_ids)
-        try:
-            codes.append(index.codes_of(ids))
-        except KeyError as error:
-            raise UserError(f"{args.index}: {error.args[0]}") from None
+        ids, id_codes = _query_codes(index, args.query_ids, args.index)
+        codes.append(id_codes)
         labels += [{"query_id": i} for i in ids]
     return labels, np.concatenate(codes)
 
@@ -391,8 +502,7 @@ def run_remove(args: argparse.Namespace) -> int:
     values = list(args.ids)
     if args.file:
         path = options.check_readable(args.file)
-        values += [line.strip() for line in path.read_text(encoding="utf-8").splitlines()]
-        values = [v for v in values if v]
+        values += _id_lines(path)
     if not values:
         raise UsageError("give ids to remove, or --file with one id per line")
     folder = Path(args.index)
@@ -400,7 +510,10 @@ def run_remove(args: argparse.Namespace) -> int:
         raise UserError(f"cannot remove from {folder}: no such index folder")
     with writing(folder):  # load, remove, save: a concurrent add or remove waits
         index = _load(folder)
-        removed = index.remove(_command_line_ids(index, values))
+        ids = _command_line_ids(index, values)
+        if index.id_type == "int64":  # one out of range is not in the index either
+            ids = [i for i in ids if _int64(i)]
+        removed = index.remove(ids)
         index.save(folder)
     summary = {"removed": removed, "not_found": len(set(values)) - removed}
     summary.update(_description(index, folder))

@@ -81,6 +81,26 @@ positive_k = functools.partial(integer, name="k", low=1)
 radius = functools.partial(integer, name="max-distance", low=0)
 
 
+class Given(argparse.Action):
+    """Store an option's value and note that the command line gave it (see `given`)."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        """Store ``values`` and add the option's destination to ``namespace.given``."""
+        setattr(namespace, self.dest, values)
+        namespace.given = {*getattr(namespace, "given", ()), self.dest}
+
+
+def given(args: argparse.Namespace, dest: str) -> bool:
+    """Whether the command line gave the option stored in ``dest`` (one with `Given`)."""
+    return dest in getattr(args, "given", ())
+
+
 class HelpFormatter(argparse.HelpFormatter):
     """Show an option's default in its help, where it has a real one."""
 
@@ -155,6 +175,7 @@ def input_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--text-field",
         default="text",
+        action=Given,
         help="field or column with the text (meta.text: nested; title,body: several, joined)",
     )
     group.add_argument("--id-field", help="field or column with document ids (default: row)")
@@ -219,6 +240,31 @@ def featurizer_from(args: argparse.Namespace) -> TextFeaturizer:
         weighting=args.weighting,
         lowercase=not args.no_lowercase,
     )
+
+
+def check_fields(args: argparse.Namespace, paths: list[Any]) -> None:
+    """Raise UsageError if ``--text-field`` or ``--id-field`` was given for plain text.
+
+    A plain-text file (``--format text``, or a name with no other format's ending; ``-``, read
+    as plain text unless ``--format`` says) holds one document a line and no fields.
+    """
+    fields = (
+        ("--text-field", given(args, "text_field")),
+        ("--id-field", args.id_field is not None),
+    )
+    named = [flag for flag, is_given in fields if is_given]
+    if not named:
+        return
+    from gpusimhash.io.readers import detect_format
+
+    for path in paths:
+        stdin = str(path) == "-"
+        if (args.format or ("text" if stdin else detect_format(path))) == "text":
+            where = "standard input" if stdin else str(path)
+            raise UsageError(
+                f"{' and '.join(named)}: {where} is plain text, one document a line with no "
+                "fields (give --format if it is not)"
+            )
 
 
 def check_readable(path: str) -> Path:

@@ -16,9 +16,10 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO
 
-__all__ = ["STDIN", "input_files", "spooled_stdin"]
+__all__ = ["STDIN", "STDIN_NAME", "input_files", "spooled_stdin"]
 
 STDIN = "-"
+STDIN_NAME = "<stdin>"  # how messages name standard input
 _GLOB_CHARACTERS = set("*?[")
 
 
@@ -98,7 +99,8 @@ def spooled_stdin(stream: IO[bytes] | None = None, *, suffix: str = "") -> Itera
     Yields
     ------
     Path
-        The copy, in the system's temporary folder.
+        The copy, in the system's temporary folder. An exception raised inside the block names
+        standard input, not the copy: ``<stdin>`` replaces the copy's path in its message.
 
     Examples
     --------
@@ -106,10 +108,29 @@ def spooled_stdin(stream: IO[bytes] | None = None, *, suffix: str = "") -> Itera
     >>> with spooled_stdin(io.BytesIO(b"one\ntwo\n"), suffix=".txt") as path:
     ...     path.read_text().splitlines(), path.suffix
     (['one', 'two'], '.txt')
+    >>> with spooled_stdin(io.BytesIO(b"one\n")) as path:
+    ...     raise ValueError(f"{path}, line 1: not valid JSON")
+    Traceback (most recent call last):
+    ...
+    ValueError: <stdin>, line 1: not valid JSON
     """
     source = sys.stdin.buffer if stream is None else stream
     with tempfile.TemporaryDirectory(prefix="gpusimhash-stdin-") as folder:
         path = Path(folder) / f"stdin{suffix}"
         with open(path, "wb") as copy:
             shutil.copyfileobj(source, copy, 1 << 20)
-        yield path
+        try:
+            yield path
+        except Exception as error:  # the copy is deleted: name standard input instead
+            _rename(error, str(path), STDIN_NAME)
+            raise
+
+
+def _rename(error: Exception, old: str, new: str) -> None:
+    """Replace ``old`` by ``new`` in an exception's message (and an OSError's file names)."""
+    error.args = tuple(a.replace(old, new) if isinstance(a, str) else a for a in error.args)
+    if isinstance(error, OSError):
+        for name in ("filename", "filename2"):
+            value = getattr(error, name)
+            if isinstance(value, str | Path):
+                setattr(error, name, str(value).replace(old, new))
