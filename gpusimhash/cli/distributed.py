@@ -56,13 +56,11 @@ def run_distributed(
     ------
     UsageError
         An option the distributed dedup does not support (``--recall``, ``--against``,
-        ``--pairs``, ``--skip-invalid``).
+        ``--pairs``, ``--skip-invalid``, ``--weighting tfidf``).
     UserError
         No input, or a scheduler that cannot be reached.
     """
-    from gpusimhash._output_names import written_by_cluster_dedup
     from gpusimhash.distributed import dedup
-    from gpusimhash.io._output_folder import replacing_folder
 
     if args.input is None:
         raise options.UsageError("--scheduler and --workers need an INPUT (files, folder, glob)")
@@ -71,6 +69,7 @@ def run_distributed(
         ("--against", args.against),
         ("--pairs", args.pairs or None),
         ("--skip-invalid", args.skip_invalid or None),
+        ("--weighting tfidf", args.weighting if args.weighting == "tfidf" else None),
     )
     for flag, value in unsupported:
         if value is not None:
@@ -85,10 +84,10 @@ def run_distributed(
         )
     # an input the driver deduplicates itself starts no local cluster
     cluster = _client(args) if _needs_cluster(args) else contextlib.nullcontext(None)
-    with cluster as client, replacing_folder(out, owned=written_by_cluster_dedup) as stage:
+    with cluster as client:  # the outputs replace an earlier run's as a set
         result = dedup(
             args.input,
-            stage,
+            out,
             client=client,
             bits=settings.bits,
             seed=settings.seed,

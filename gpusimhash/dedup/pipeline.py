@@ -63,11 +63,10 @@ from gpusimhash.io.lines import LineBatch
 from gpusimhash.io.parquet_schema import annotated_schema, input_schema
 from gpusimhash.io.readers import DocumentBatch as Batch
 from gpusimhash.io.records import (
+    record_labels,
     record_scores,
-    record_value,
     text_lengths,
     texts_with_progress,
-    truth_labels,
 )
 from gpusimhash.io.sources import Source
 from gpusimhash.io.writers import write_json
@@ -401,11 +400,9 @@ def _fingerprint_pass(
                 lengths.append(text_lengths(batch))
             # labels and scores: fields of records (asked for, so never plain text as bytes)
             if options.truth_field is not None and isinstance(batch, Batch):
-                field = options.truth_field
-                values = [record_value(source.name, batch, k, field) for k in range(len(batch))]
-                truth.append(truth_labels(values, table, source.name))
+                truth.append(record_labels(source.where, batch, options.truth_field, table))
             if options.score_field is not None and isinstance(batch, Batch):
-                scores.append(record_scores(source.name, batch, options.score_field))
+                scores.append(record_scores(source.where, batch, options.score_field))
             bar.update(read.bytes - done)
             done = read.bytes
         bar.update(read.bytes - done)  # the last file's end, after its last batch

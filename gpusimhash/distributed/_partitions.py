@@ -36,7 +36,7 @@ from gpusimhash.io.readers import (
     read_batches,
     read_json_lines,
 )
-from gpusimhash.io.records import annotated, record_value, truth_labels
+from gpusimhash.io.records import annotated, file_rows, record_labels
 from gpusimhash.io.writers import RecordWriter
 from gpusimhash.verify import DocumentFeatures
 from gpusimhash.verify._units import document_hashes
@@ -454,18 +454,19 @@ def write_part(
                 )
             else:
                 writer.write(extras.annotations.records(batch, plain, offset, source))
-            ids.extend(_id(batch, int(k), read, offset) for k in np.flatnonzero(want[rows]))
+            ids.extend(_id(batch, int(k), read, offset, plain) for k in np.flatnonzero(want[rows]))
             for k in np.flatnonzero(text_wanted[rows]).tolist():
                 texts[int(rows[k]) + offset] = _text(batch, k)
             if extras.truth_field is not None:
                 documents = batch.parsed() if isinstance(batch, JsonLineBatch) else batch
-                labels.append(_truth_labels(documents, offset, extras.truth_field, table, source))
+                labels.append(_truth_labels(documents, extras.truth_field, table, source))
         count = writer.count
-    if rows_read != part.n_docs:
-        raise InputError(
-            f"{part.path}: changed while it was read ({part.n_docs} documents, then {rows_read})"
-        )
-    part.state.check(part.path)
+        if rows_read != part.n_docs:  # checked before the part is written: no part of it
+            raise InputError(
+                f"{part.path}: changed while it was read ({part.n_docs} documents, then "
+                f"{rows_read})"
+            )
+        part.state.check(part.path)
     truth = []
     if extras.truth_field is not None:
         label = np.concatenate([np.zeros(0, np.int64), *labels])
@@ -477,19 +478,19 @@ def read_ids(part: PartFile, read: ReadOptions, offset: int, rows: np.ndarray) -
     """Return the ids of some documents of a partition (ascending global rows), in order."""
     want = np.zeros(part.n_docs, dtype=bool)
     want[rows - offset] = True
+    plain = (read.format or detect_format(part.path)) == "text"
     ids: list[Any] = []
     for batch in read.batches(part.path, records=False):
-        ids.extend(_id(batch, int(k), read, offset) for k in np.flatnonzero(want[batch.rows]))
+        wanted = np.flatnonzero(want[batch.rows])
+        ids.extend(_id(batch, int(k), read, offset, plain) for k in wanted)
     return ids
 
 
 def _truth_labels(
-    batch: DocumentBatch, offset: int, field_name: str, table: dict[Any, int], source: str
+    batch: DocumentBatch, field_name: str, table: dict[Any, int], source: str
 ) -> np.ndarray:
-    """Return a batch's truth labels numbered as on one machine (errors name global rows)."""
-    shifted = dataclasses.replace(batch, rows=batch.rows + offset)
-    values = [record_value(source, shifted, k, field_name) for k in range(len(batch))]
-    return truth_labels(values, table, source)
+    """Return a batch's truth labels numbered as on one machine (errors name the file's row)."""
+    return record_labels(file_rows(source), batch, field_name, table)
 
 
 def _split_labels(
@@ -536,9 +537,11 @@ def truth_counts(*pieces: tuple[list[Any], np.ndarray, np.ndarray]) -> dict[str,
     return removal_counts(counts[:, 0], counts[:, 1])
 
 
-def _id(batch: DocumentBatch | JsonLineBatch, k: int, read: ReadOptions, offset: int) -> Any:
-    """Return a document's id: its id field, or its global row."""
-    if read.id_field is None:
+def _id(
+    batch: DocumentBatch | JsonLineBatch, k: int, read: ReadOptions, offset: int, plain: bool
+) -> Any:
+    """Return a document's id: its id field, or its global row (a plain-text line's always)."""
+    if read.id_field is None or plain:
         return int(batch.rows[k]) + offset
     return batch.document(k)[0] if isinstance(batch, JsonLineBatch) else batch.ids[k]
 
@@ -560,4 +563,4 @@ def record_scores(path: Path, batch: DocumentBatch, field_name: str) -> np.ndarr
     """Return the numeric score of every record of a batch (the single-machine rule)."""
     from gpusimhash.io.records import record_scores as scores
 
-    return scores(path, batch, field_name)
+    return scores(file_rows(path), batch, field_name)

@@ -66,6 +66,7 @@ import numpy as np
 
 from gpusimhash._choices import DRIVER_INPUT_BYTES
 from gpusimhash._cpu._threads import threads
+from gpusimhash._output_names import written_by_cluster_dedup
 from gpusimhash.dedup.options import DedupOptions
 from gpusimhash.dedup.summary import removal_results, settings_summary
 from gpusimhash.distributed import _partitions as partitions
@@ -74,6 +75,7 @@ from gpusimhash.distributed._inline import InlineClient
 from gpusimhash.distributed._join_stage import JoinStage
 from gpusimhash.distributed._write_stage import WriteStage
 from gpusimhash.fingerprinting import FingerprintSettings, resolve_device
+from gpusimhash.io._output_folder import replacing_folder
 from gpusimhash.io.inputs import STDIN, input_files
 from gpusimhash.io.sources import has_id_field
 from gpusimhash.io.writers import write_json
@@ -81,8 +83,17 @@ from gpusimhash.text import TextFeaturizer
 
 __all__ = ["DistributedResult", "dedup", "runs_on_driver"]
 
-# the join is exact; a partition with an invalid record stops the run
-_UNSUPPORTED = {"recall": None, "skip_invalid": False}
+# the join is exact; a partition with an invalid record stops the run; no index is read or
+# written, and no pairs file
+_UNSUPPORTED = {
+    "recall": None,
+    "skip_invalid": False,
+    "against": None,
+    "add_kept": False,
+    "pairs": False,
+}
+# seconds a run waits for the first worker of a cluster that has none
+WAIT_FOR_WORKERS = 60
 
 
 @dataclass
@@ -138,7 +149,9 @@ def dedup(
         input order; with ``annotate``, ``annotated/part-NNNNN.<fmt>``: every record, with the
         single machine's ``cluster``, ``duplicate_of`` and ``similarity``),
         ``duplicates.<fmt>``, ``summary.json`` and, with ``report``, ``report.md`` and its
-        plots.
+        plots. The outputs replace an earlier run's as a set (`gpusimhash.io._output_folder`):
+        a run that fails leaves them as they were, and a folder holding anything no earlier
+        run wrote (input files, say) is refused before any work.
     client : dask.distributed.Client, optional
         The cluster; default: the current client (``distributed.get_client()``), none for an
         input the driver deduplicates itself (``driver_input_bytes``).
@@ -153,8 +166,8 @@ def dedup(
         (`runs_on_driver`). ``-1``: always the cluster.
     **options
         The fields of `gpusimhash.dedup.pipeline.DedupOptions`, except ``recall`` (the join
-        is exact), ``skip_invalid`` (an invalid record stops the run), ``against`` and
-        ``pairs``. ``truth_field`` adds the single machine's
+        is exact), ``skip_invalid`` (an invalid record stops the run), ``against``,
+        ``add_kept`` and ``pairs``. ``truth_field`` adds the single machine's
         removal scores (not its pair scores); ``report`` needs verification.
 
     Returns
@@ -168,8 +181,10 @@ def dedup(
         ``annotate``, a record with a field annotating would overwrite, with ``truth_field``,
         a record without a scalar label (names file and global row).
     ValueError
-        A bad or unsupported option, an unfitted tf-idf featurizer, or no client where the
-        cluster runs the stages.
+        A bad or unsupported option, an unfitted tf-idf featurizer, an output folder holding
+        what no earlier run wrote, or no running client where the cluster runs the stages.
+    RuntimeError
+        A cluster without workers, where none joined in `WAIT_FOR_WORKERS` seconds.
 
     Examples
     --------
@@ -202,22 +217,25 @@ def dedup(
     if Path(STDIN) in paths:
         raise ValueError("standard input (-) cannot be partitioned: write it to a file first")
     dedup_options = DedupOptions(**options)
-    if dedup_options.id_field is None and has_id_field(paths[0], dedup_options.reading):
+    if dedup_options.id_field is None and has_id_field(paths, dedup_options.reading):
         dedup_options = dataclasses.replace(dedup_options, id_field="id")
     on_driver = runs_on_driver(paths, driver_input_bytes)
     if not on_driver or client is not None:
         client = _client(client)
         on_driver = runs_on_driver(paths, driver_input_bytes, client)
-    state: dict[str, Any] = {
-        "paths": paths,
-        "out_dir": Path(out_dir),
-        "settings": settings,
-        "options": dedup_options,
-        "cluster_workers": 0 if client is None else len(client.scheduler_info()["workers"]),
-    }
-    if on_driver:  # every task a call, here
-        return _Run(client=InlineClient(), on_driver=True, **state).execute()
-    return _Run(client=client, on_driver=False, **state).execute()
+    if not on_driver:
+        _wait_for_workers(client)
+    with replacing_folder(out_dir, owned=written_by_cluster_dedup) as stage:
+        state: dict[str, Any] = {
+            "paths": paths,
+            "out_dir": stage,
+            "settings": settings,
+            "options": dedup_options,
+            "cluster_workers": 0 if client is None else _worker_count(client),
+        }
+        if on_driver:  # every task a call, here
+            return _Run(client=InlineClient(), on_driver=True, **state).execute()
+        return _Run(client=client, on_driver=False, **state).execute()
 
 
 def runs_on_driver(
@@ -286,16 +304,43 @@ def _local(address: str, info: dict[str, Any]) -> bool:
 
 
 def _client(client: Any) -> Any:
-    """Return the given client, or the current one."""
-    if client is not None:
-        return client
-    from dask.distributed import get_client
+    """Return the given client, or the current one; refuse one that is not running."""
+    if client is None:
+        from dask.distributed import get_client
 
+        try:
+            client = get_client()
+        except ValueError:
+            raise ValueError(
+                "no Dask client: pass client=, or start one (dask.distributed.Client(...))"
+            ) from None
+    if client.status != "running":
+        raise ValueError(f"the Dask client is {client.status}: pass a running client")
+    return client
+
+
+def _worker_count(client: Any) -> int:
+    """Return the workers of the client's cluster now."""
+    return len(client.scheduler_info().get("workers", {}))
+
+
+def _wait_for_workers(client: Any) -> None:
+    """Wait up to `WAIT_FOR_WORKERS` seconds for a worker where the cluster has none.
+
+    Raises
+    ------
+    RuntimeError
+        No worker joined in that time: the run's tasks would wait for one forever.
+    """
+    if _worker_count(client):
+        return
     try:
-        return get_client()
-    except ValueError:
-        raise ValueError(
-            "no Dask client: pass client=, or start one (dask.distributed.Client(...))"
+        client.wait_for_workers(1, timeout=WAIT_FOR_WORKERS)
+    except TimeoutError:
+        address = getattr(client.scheduler, "address", None) or "the scheduler"
+        raise RuntimeError(
+            f"the Dask cluster at {address} has no workers, and none joined in "
+            f"{WAIT_FOR_WORKERS} s: start workers (an adaptive cluster: a minimum of 1)"
         ) from None
 
 

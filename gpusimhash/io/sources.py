@@ -65,7 +65,7 @@ class Source:
         if not paths:
             raise ValueError("no input file")
         id_field = reading.id_field
-        if id_field is None and has_id_field(paths[0], reading):
+        if id_field is None and has_id_field(paths, reading):
             id_field = "id"
         return cls(paths, reading, id_field)
 
@@ -205,14 +205,24 @@ def shifted(batch: AnyBatch, offset: int, row_ids: bool, plain: bool) -> AnyBatc
     return dataclasses.replace(batch, rows=rows, ids=ids, records=records)
 
 
-def has_id_field(path: Path, reading: Reading) -> bool:
-    """Whether a (regular) file's first record has an ``id`` field holding an int or a str."""
-    format = reading.format or detect_format(path)
-    if format == "text" or reading.text_field == "id" or not path.is_file():
+def has_id_field(paths: Sequence[Path], reading: Reading) -> bool:
+    """Whether the input's first record has an ``id`` field holding an int or a str.
+
+    The first record is in the first file that holds one: files without a record (empty, or
+    blank lines only) before it are passed over, as they are when the files are read as one.
+    A plain-text record has no fields, and what is not a regular file is not looked into.
+    """
+    if reading.text_field == "id":
         return False
-    batches = read_batches(
-        path, format=format, text_field=reading.text_field, batch_size=1, records=True
-    )
-    first = next(batches, None)
-    value = first.record(0).get("id") if first is not None else None
-    return isinstance(value, int | str) and not isinstance(value, bool)
+    for path in paths:
+        if not path.is_file():
+            return False
+        format = reading.format or detect_format(path)
+        batches = read_batches(
+            path, format=format, text_field=reading.text_field, batch_size=1, records=True
+        )
+        first = next(batches, None)
+        if first is not None:
+            value = None if format == "text" else first.record(0).get("id")
+            return isinstance(value, int | str) and not isinstance(value, bool)
+    return False

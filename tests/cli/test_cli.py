@@ -337,7 +337,7 @@ def error_cases(tmp_path):
         (["dedup", bad_utf8], 1, r"bad.txt, line 2: not valid UTF-8"),
         (["dedup", cut], 1, r"cut.jsonl.gz, line \d+: cannot read"),
         (["dedup", good, "--id-field", "nope"], 1, r"line 1: no field 'nope'"),
-        (["dedup", good, "--truth-field", "nope"], 1, r"document 0: no field 'nope'"),
+        (["dedup", good, "--truth-field", "nope"], 1, r"document 1: no field 'nope'"),
         (["dedup", good, "--keep", "score"], 2, "--keep score needs --score-field"),
         (
             ["dedup", good, "--keep", "score", "--score-field", "text"],

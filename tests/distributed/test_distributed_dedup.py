@@ -708,5 +708,5 @@ def test_bad_annotated_or_labelled_records_name_partition_and_row(cluster, tmp_p
     with _two_workers(cluster) as client:
         with pytest.raises(InputError, match=r"b\.jsonl, document 13: the record has a field 'c"):
             dedup(tmp_path, tmp_path / "out", client=client, id_field="id", annotate=True)
-        with pytest.raises(InputError, match=r"b\.jsonl, document 15: no field 'group'"):
+        with pytest.raises(InputError, match=r"b\.jsonl, document 6: no field 'group'"):
             dedup(tmp_path, tmp_path / "out", client=client, truth_field="group")
