@@ -17,7 +17,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -120,7 +120,7 @@ class Annotation:
     removed: np.ndarray  # bool per document
     similarity: np.ndarray
     kept_ids: dict[int, Any]  # ids of kept rows read ahead (those after a member)
-    source: str
+    where: Callable[[int], str]  # names a row of the read in progress (`Source.where`)
 
     @classmethod
     def of(cls, source: Source, clusters: Clusters) -> Annotation:
@@ -139,13 +139,13 @@ class Annotation:
             removed,
             clusters.similarity,
             kept_ids,
-            source.name,
+            source.where,
         )
 
     def records(self, batch: Batch, ids: RowIds) -> list[dict[str, Any]]:
         """Return the batch's records with the three fields added (``ids``: of clustered rows)."""
         return [
-            annotated(batch.record(k), self.source, row, number, duplicate_of, similarity)
+            annotated(batch.record(k), self.where, row, number, duplicate_of, similarity)
             for k, (row, number, duplicate_of, similarity) in enumerate(self._fields(batch, ids))
         ]
 

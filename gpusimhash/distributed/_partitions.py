@@ -324,6 +324,7 @@ class Annotations:
         self, batch: DocumentBatch, plain: bool, offset: int, source: str
     ) -> list[dict[str, Any]]:
         """Return every record of a batch, annotated as on one machine."""
+        where = file_rows(source)
         rows = batch.rows + offset
         at = np.searchsorted(self.rows, rows)
         hit = at < self.rows.size
@@ -336,7 +337,7 @@ class Annotations:
         ):
             of, similarity = (self.duplicate_of[j], self.similarity[j]) if inside else (None, None)
             record = _record(batch, k, plain, offset)
-            out.append(annotated(record, source, row, number, of, similarity))
+            out.append(annotated(record, where, row - offset, number, of, similarity))
         return out
 
 

@@ -22,7 +22,7 @@ ANNOTATIONS = frozenset({"cluster", "duplicate_of", "similarity"})
 
 def annotated(
     record: dict[str, Any],
-    source: str,
+    where: Callable[[int], str],
     row: int,
     number: int,
     duplicate_of: Any,
@@ -32,13 +32,12 @@ def annotated(
 
     ``number`` is -1 outside clusters; ``duplicate_of`` and ``similarity`` are None for a kept
     document (a similarity that is not finite becomes None). Raises InputError naming the
-    source and row if the record has one of those fields already.
+    record's row (``where(row)``: its file and document) if it has one of those fields already.
     """
     clash = ANNOTATIONS & record.keys()
     if clash:
         raise InputError(
-            f"{source}, document {row}: the record has a field {min(clash)!r}, which "
-            "annotating would overwrite"
+            f"{where(row)}: the record has a field {min(clash)!r}, which annotating would overwrite"
         )
     return {
         **record,

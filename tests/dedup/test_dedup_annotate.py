@@ -72,3 +72,12 @@ def test_a_record_with_an_annotation_field_is_refused(tmp_path):
     path = write_jsonl(tmp_path / "in.jsonl", [{"text": t, "cluster": "x"} for t in TEXTS])
     with pytest.raises(InputError, match="has a field 'cluster', which annotating would"):
         dedup_file(path, tmp_path / "out", bits=64, max_distance=0, annotate=True)
+
+
+def test_an_annotation_field_is_named_by_its_file_and_document_there(tmp_path):
+    first = write_jsonl(tmp_path / "a.jsonl", [{"text": t} for t in TEXTS[:3]])
+    records = [{"text": t} for t in TEXTS[3:]]
+    records[1]["similarity"] = 0.5
+    second = write_jsonl(tmp_path / "b.jsonl", records)
+    with pytest.raises(InputError, match=r"b\.jsonl, document 2: the record has a field 'simil"):
+        dedup_file([first, second], tmp_path / "out", bits=64, max_distance=0, annotate=True)

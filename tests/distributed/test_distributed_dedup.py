@@ -699,14 +699,14 @@ def test_plain_text_partitions_annotated_and_reported(cluster, tmp_path, copies)
 
 
 def test_bad_annotated_or_labelled_records_name_partition_and_row(cluster, tmp_path):
-    """A field annotating would overwrite, a missing label: the partition and the global row."""
+    """A field annotating would overwrite, a missing label: the partition and its document."""
     _write(RECORDS[:10], tmp_path / "a.jsonl")
     bad = [dict(r) for r in RECORDS[10:20]]
     bad[3]["cluster"] = 1
     del bad[5]["group"]
     _write(bad, tmp_path / "b.jsonl")
     with _two_workers(cluster) as client:
-        with pytest.raises(InputError, match=r"b\.jsonl, document 13: the record has a field 'c"):
+        with pytest.raises(InputError, match=r"b\.jsonl, document 4: the record has a field 'c"):
             dedup(tmp_path, tmp_path / "out", client=client, id_field="id", annotate=True)
         with pytest.raises(InputError, match=r"b\.jsonl, document 6: no field 'group'"):
             dedup(tmp_path, tmp_path / "out", client=client, truth_field="group")
