@@ -441,10 +441,13 @@ def write_part(
         if as_lines
         else read.batches(part.path, records=True)
     )
+    header: list[str] = []  # a CSV part's header where it keeps no record: the first record's
     with RecordWriter(out_path, output_format) as writer:
         for batch in batches:
             rows = batch.rows
             rows_read += len(batch)
+            if output_format == "csv" and not header and isinstance(batch, DocumentBatch):
+                header = list(_record(batch, 0, plain, offset)) if len(batch) else []
             if rows_read > part.n_docs:
                 break
             if isinstance(batch, JsonLineBatch):
@@ -462,6 +465,8 @@ def write_part(
                 documents = batch.parsed() if isinstance(batch, JsonLineBatch) else batch
                 labels.append(_truth_labels(documents, extras.truth_field, table, source))
         count = writer.count
+        if header and not count:  # a part that tools reading the folder's parts can read
+            writer.write_header(header)
         if rows_read != part.n_docs:  # checked before the part is written: no part of it
             raise InputError(
                 f"{part.path}: changed while it was read ({part.n_docs} documents, then "

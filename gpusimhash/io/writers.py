@@ -252,6 +252,27 @@ class RecordWriter:
             self._stream.write(("\n".join(lines) + "\n").encode("utf-8"))
         self.count += len(lines)
 
+    def write_header(self, names: list[str]) -> None:
+        """Give a CSV file that has no header yet this one (a file of no records then has one).
+
+        Records written later widen it as usual.
+
+        Parameters
+        ----------
+        names : list of str
+            The columns.
+
+        Raises
+        ------
+        ValueError
+            Not a CSV file.
+        """
+        if self.format != "csv":
+            raise ValueError(f"a header is for CSV output, not {self.format}")
+        if self._columns is None:
+            self._write_csv_rows([list(names)])
+            self._columns = list(names)
+
     def _write_csv(self, records: list[dict[str, Any]]) -> None:
         """Append CSV rows; the fields in first-seen order are the header, widened as they come."""
         names = list(dict.fromkeys([*(self._columns or ()), *(k for r in records for k in r)]))
@@ -262,6 +283,10 @@ class RecordWriter:
             self._widen_csv(names)
         self._columns = names
         rows.extend([_csv_cell(record.get(name)) for name in names] for record in records)
+        self._write_csv_rows(rows)
+
+    def _write_csv_rows(self, rows: list[list[str]]) -> None:
+        """Append rows of CSV cells."""
         buffer = io.StringIO()
         csv.writer(buffer).writerows(rows)
         self._stream.write(buffer.getvalue().encode("utf-8"))

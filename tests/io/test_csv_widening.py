@@ -50,3 +50,23 @@ def test_a_late_field_is_empty_in_the_earlier_rows(tmp_path, name):
         {"id": "3", "text": "", "lang": "", "score": "0.5"},
     ]
     assert [p.name for p in tmp_path.iterdir()] == [name]
+
+
+def test_a_header_alone_is_a_file_of_no_records(tmp_path):
+    with RecordWriter(tmp_path / "o.csv") as writer:
+        writer.write_header(["id", "text"])
+    assert (tmp_path / "o.csv").read_bytes() == b"id,text\r\n"
+    assert list(read_batches(tmp_path / "o.csv")) == []
+
+
+def test_records_after_a_header_widen_it(tmp_path):
+    with RecordWriter(tmp_path / "o.csv") as writer:
+        writer.write_header(["id", "text"])
+        writer.write([{"text": "a cat", "url": "u"}])
+        writer.write_header(["other"])  # a file with a header keeps it
+    assert (tmp_path / "o.csv").read_bytes() == b"id,text,url\r\n,a cat,u\r\n"
+
+
+def test_a_header_is_for_csv_only(tmp_path):
+    with RecordWriter(tmp_path / "o.jsonl") as writer, pytest.raises(ValueError, match="CSV"):
+        writer.write_header(["id"])
