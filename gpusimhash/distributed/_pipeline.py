@@ -263,8 +263,20 @@ def runs_on_driver(
     Returns
     -------
     bool
+
+    Raises
+    ------
+    TypeError, ValueError
+        ``driver_input_bytes`` not an int of at least -1.
     """
     limit = DRIVER_INPUT_BYTES if driver_input_bytes is None else driver_input_bytes
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise TypeError(
+            f"driver_input_bytes must be an int (-1: always the cluster), got "
+            f"{type(limit).__name__} {limit!r}"
+        )
+    if limit < -1:
+        raise ValueError(f"driver_input_bytes must be -1 or more, got {limit}")
     if limit < 0:
         return False
     if sum(path.stat().st_size for path in paths) <= limit:

@@ -129,3 +129,18 @@ def test_a_csv_part_that_keeps_no_record_has_the_partitions_header(tmp_path):
     _jsonl(folder / "p1.jsonl", [{"id": 9, "text": TEXTS[1], "url": "u"}])
     dedup(folder, tmp_path / "out", output_format="csv")
     assert (tmp_path / "out" / "kept" / "part-00001.csv").read_bytes() == b"id,text,url\r\n"
+
+
+@pytest.mark.parametrize(
+    ("value", "error", "match"),
+    [
+        ("x", TypeError, "driver_input_bytes must be an int .*, got str 'x'"),
+        (True, TypeError, "got bool True"),
+        (2.5, TypeError, "got float 2.5"),
+        (-2, ValueError, "driver_input_bytes must be -1 or more, got -2"),
+    ],
+)
+def test_a_bad_driver_bound_is_refused_by_name(tmp_path, value, error, match):
+    _jsonl(tmp_path / "a.jsonl", [{"text": t} for t in TEXTS])
+    with pytest.raises(error, match=match):
+        dedup(tmp_path / "a.jsonl", tmp_path / "out", driver_input_bytes=value)
