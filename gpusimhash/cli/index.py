@@ -182,7 +182,7 @@ def _batch_ids(
     for k, value in enumerate(values):
         if isinstance(value, bool) or not isinstance(value, int | str):
             raise UserError(
-                f"{path}, document {int(batch.rows[k])}: field {field!r} has {value!r}, "
+                f"{path}, document {int(batch.rows[k]) + 1:,}: field {field!r} has {value!r}, "
                 "expected a string or an integer id"
             )
     as_int = [_integer(value) for value in values]
@@ -192,7 +192,7 @@ def _batch_ids(
     for k, number in enumerate(as_int):
         if number is None:
             raise UserError(
-                f"{path}, document {int(batch.rows[k])}: this index has integer ids, field "
+                f"{path}, document {int(batch.rows[k]) + 1:,}: this index has integer ids, field "
                 f"{field!r} has {values[k]!r}"
             )
     return as_int
@@ -249,7 +249,10 @@ def _fill(index: SimHashIndex, args: argparse.Namespace, path: Path, *, first_bu
                 ids = batch.rows
             else:
                 ids = None
-            index.add(codes, ids)
+            try:
+                index.add(codes, ids)
+            except ValueError as error:  # an id repeated, or already in the index
+                raise UserError(f"{_where_id(path, index, batch, ids)}: {error}") from None
             added += len(batch)
             if bar is not None:
                 bar.update(len(batch))
@@ -257,6 +260,25 @@ def _fill(index: SimHashIndex, args: argparse.Namespace, path: Path, *, first_bu
         if bar is not None:
             bar.close()
     return added
+
+
+def _where_id(path: Path, index: SimHashIndex, batch: Any, ids: Any) -> str:
+    """Name the document whose id ``index.add`` refused: the file, and the document there.
+
+    The first document whose id an earlier one of the batch has, else the first whose id the
+    index holds; the file alone where neither is found (an id removed but still tombstoned).
+    """
+    if ids is None:
+        return str(path)
+    values = list(ids.tolist() if hasattr(ids, "tolist") else ids)
+    seen: set[Any] = set()
+    for k, value in enumerate(values):
+        if value in seen:
+            return f"{path}, document {int(batch.rows[k]) + 1:,}"
+        seen.add(value)
+    stored = set(index.ids().tolist())
+    held = [k for k, value in enumerate(values) if value in stored]
+    return f"{path}, document {int(batch.rows[held[0]]) + 1:,}" if held else str(path)
 
 
 def _untrained_ivf(index: SimHashIndex) -> Any:

@@ -539,9 +539,12 @@ def test_index_errors(tmp_path, capsys, monkeypatch):
         (["index", "build", path, "--out", folder], "already holds an index: give --overwrite"),
         (
             ["index", "add", folder, string_ids, "--id-field", "id"],
-            r"document 0: this index has integer ids, field 'id' has 'd0'",
+            r"document 1: this index has integer ids, field 'id' has 'd0'",
         ),
-        (["index", "add", folder, path, "--id-field", "id"], "is already in the index"),
+        (
+            ["index", "add", folder, path, "--id-field", "id"],
+            r"\.jsonl, document 1: id \d+ is already in the index",
+        ),
         (["index", "query", tmp_path / "nothing", "a"], r"manifest.json: missing"),
         (["index", "query", broken, "a"], r"manifest.json: unreadable manifest"),
         (["index", "query", folder, "--file", tmp_path / "none.txt"], "cannot read"),

@@ -277,3 +277,13 @@ def test_tfidf_on_a_cluster_is_a_usage_error(tmp_path, capsys):
     assert code == 2
     assert "--weighting tfidf is not supported with --scheduler or --workers" in err
     assert "featurizer.fit" not in err
+
+
+def test_a_repeated_id_names_the_file_and_its_second_document(tmp_path, capsys):
+    path = tmp_path / "docs.jsonl"
+    records = [{"id": "a", "text": "one"}, {"id": "b", "text": "two"}, {"id": "a", "text": "x"}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    args = ["index", "build", path, "--out", tmp_path / "idx", "--id-field", "id", "-q"]
+    code, _, err = in_process(args, capsys)
+    assert code == 1
+    assert f"{path}, document 3: ids must be unique, id 'a' repeats" in err
