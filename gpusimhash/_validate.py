@@ -98,6 +98,28 @@ def positive_integer(value: Any, name: str) -> int:
     return value
 
 
+def recall(value: Any) -> float:
+    """Return a recall as a float in ``(0, 1)``, or raise naming the problem.
+
+    Raises
+    ------
+    TypeError
+        Not a real number (bools too).
+    ValueError
+        Outside ``(0, 1)``.
+
+    Examples
+    --------
+    >>> recall(0.99)
+    0.99
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+        raise TypeError(f"recall must be a number, got {type(value).__name__}")
+    if not 0.0 < float(value) < 1.0:
+        raise ValueError(f"recall must be in (0, 1), got {value!r}")
+    return float(value)
+
+
 def device(value: Any) -> str:
     """Validate a device name: ``"auto"``, ``"cpu"`` or ``"gpu"``.
 

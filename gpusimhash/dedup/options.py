@@ -14,7 +14,6 @@ from gpusimhash._choices import CLUSTERINGS, FORMATS, MIN_BITS, OUTPUT_FORMATS, 
 from gpusimhash.dedup.candidates import candidate_source
 from gpusimhash.io.sources import Reading
 from gpusimhash.join._budget import MAX_CANDIDATE_PAIRS
-from gpusimhash.join._lsh import _check_recall
 from gpusimhash.verify._threshold import (
     DEFAULT_CANDIDATE_RECALL,
     Threshold,
@@ -184,7 +183,7 @@ class DedupOptions:
         _validate.positive_integer(self.batch_size, "batch_size")
         _validate.positive_integer(self.max_candidate_pairs, "max_candidate_pairs")
         if self.recall is not None:
-            _check_recall(self.recall)
+            _validate.recall(self.recall)
         # checks candidate_recall, which the threshold uses only where it plans the radius
         candidate_radius(MIN_BITS, candidate_recall=self.candidate_recall)
         _validate.device(self.device)

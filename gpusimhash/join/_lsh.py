@@ -73,7 +73,7 @@ def lsh_groups(
     ([0, 0, 0, 0, 1], [[0, 1]])
     """
     bits = codes.shape[1] * 8
-    recall = _check_recall(recall)
+    recall = _validate.recall(recall)
     seed = _validate.seed(seed)
     max_tables = _validate.positive_integer(max_tables, "max_tables")
     words = code_words(codes)
@@ -92,15 +92,6 @@ def lsh_groups(
         keys = _search(unique_codes, unique_words, tables, radius)
         unique_pairs = keys_to_pairs(keys, n)
     return DuplicateGroups(inverse=inverse, unique_pairs=unique_pairs, max_distance=radius)
-
-
-def _check_recall(recall: Any) -> float:
-    """Return ``recall`` as a float in ``(0, 1)``, or raise naming the problem."""
-    if isinstance(recall, bool) or not isinstance(recall, int | float | np.integer | np.floating):
-        raise TypeError(f"recall must be a number, got {type(recall).__name__}")
-    if not 0.0 < float(recall) < 1.0:
-        raise ValueError(f"recall must be in (0, 1), got {recall!r}")
-    return float(recall)
 
 
 def _collision(bits: int, distance: Any, key_bits: int) -> Any:
