@@ -179,7 +179,7 @@ def dedup(
     InputError
         A problem with an input file (names file, line and field), as on one machine; with
         ``annotate``, a record with a field annotating would overwrite, with ``truth_field``,
-        a record without a scalar label (names file and global row).
+        a record without a scalar label (names the file and its document there).
     ValueError
         A bad or unsupported option, an unfitted tf-idf featurizer, an output folder holding
         what no earlier run wrote, or no running client where the cluster runs the stages.
