@@ -225,9 +225,8 @@ def _earlier_outputs(path: Path, owned: Callable[[str], bool], *, carry: bool) -
             foreign.append(name)
     if foreign:
         raise ValueError(
-            f"{path} holds files this run would not write ({', '.join(foreign[:3])}): "
-            "--overwrite replaces only the outputs of an earlier run, so move them or choose "
-            "another folder"
+            f"{path} holds files this run would not write ({', '.join(foreign[:3])}): a run "
+            "replaces only the outputs of an earlier run, so move them or choose another folder"
         )
     return listed
 
@@ -262,8 +261,8 @@ def _refuse(path: Path, entry: Path, manifest: Manifest | None) -> None:
         else f"{MANIFEST} does not list this {kind.split()[-1]} or what it holds"
     )
     raise ValueError(
-        f"{entry} is {kind} that no earlier run wrote ({why}): --overwrite would delete it, so "
-        "move it or choose another folder"
+        f"{entry} is {kind} that no earlier run wrote ({why}): a run would delete it, so move "
+        "it or choose another folder"
     )
 
 
