@@ -32,7 +32,8 @@ core, right before the distributed dedup of the same documents in ``--parts`` JS
 The distributed dedup runs twice: its stages spread over the workers, and on the driver, every
 task a call in this process (`gpusimhash.distributed.dedup`'s ``driver_input_bytes``);
 "default" marks the one `gpusimhash.distributed._pipeline.runs_on_driver` chooses (by the
-input's bytes, and the local cluster's threads against this process's). With ``--repeat N``
+input's bytes, and the local cluster's threads against this process's, for the join the
+settings take). With ``--repeat N``
 all of it runs N times, interleaved, and the table compares the medians. Records each run's wall time, stages, the load average and the
 cores other jobs used, the cluster's time against one machine's on every core (what the
 cluster gave on this machine) and on one core (what each worker, of one core, added), and
@@ -64,11 +65,12 @@ from _common import load_lines, print_table, write_json
 from gpusimhash._cpu import _threads
 from gpusimhash.cli.options import use_threads
 from gpusimhash.datasets.synth import CorpusSpec, generate
+from gpusimhash.dedup.options import DedupOptions
 from gpusimhash.dedup.pipeline import dedup_file
 from gpusimhash.distributed import _components as components
 from gpusimhash.distributed import dedup, local_cluster
 from gpusimhash.distributed._join_stage import TASK_DOCUMENTS
-from gpusimhash.distributed._pipeline import DRIVER_INPUT_BYTES, runs_on_driver
+from gpusimhash.distributed._pipeline import DRIVER_INPUT_BYTES, runs_on_driver, whole_index
 from gpusimhash.distributed._run import piece
 
 # 4 tables of 32 bits. Radius 7 (8 tables of 16 bits) gives ~100M candidate pairs of codes at 2M
@@ -465,7 +467,13 @@ def _one_machine_then_cluster(
     one_core = _one_machine(folder, out / f"single-{n}-1", options, size, name, 1)
     single["run"], one_core["run"] = "one machine", "one machine, 1 core"
     rows = [single, one_core]
-    chosen = runs_on_driver(sorted((folder / "parts").iterdir()), client=client)
+    bits = options.get("bits", 256)
+    joins = {key: value for key, value in options.items() if key != "bits"}
+    chosen = runs_on_driver(
+        sorted((folder / "parts").iterdir()),
+        client=client,
+        whole_index=whole_index(DedupOptions(**joins), bits),
+    )
     for mode, limit in RUN_AS.items():
         target = out / f"workers{n}-{mode}"
         seconds, spread, others, load = _timed(

@@ -38,7 +38,8 @@ def add_cluster_options(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="run on a local cluster of N worker processes, started and stopped here (an "
         f"input of at most {DRIVER_INPUT_BYTES >> 20} MiB is deduplicated by this process, "
-        "starting none)",
+        "starting none, and so is any input with the feature join, the defaults': every "
+        "worker would build its whole index on this machine's cores)",
     )
 
 
@@ -61,6 +62,7 @@ def run_distributed(
         No input, or a scheduler that cannot be reached.
     """
     from gpusimhash.distributed import dedup
+    from gpusimhash.distributed._pipeline import whole_index
 
     if args.input is None:
         raise options.UsageError("--scheduler and --workers need an INPUT (files, folder, glob)")
@@ -82,13 +84,15 @@ def run_distributed(
             "every candidate pair); --no-report silences this",
             file=sys.stderr,
         )
-    # an input the driver deduplicates itself starts no local cluster
-    cluster = _client(args) if _needs_cluster(args) else contextlib.nullcontext(None)
+    # work the driver does itself starts no local cluster
+    needs_cluster = _needs_cluster(args, whole_index(dedup_options, settings.bits))
+    cluster = _client(args) if needs_cluster else contextlib.nullcontext(None)
     with cluster as client:  # the outputs replace an earlier run's as a set
         result = dedup(
             args.input,
             out,
             client=client,
+            driver_input_bytes=None if needs_cluster else sys.maxsize,
             bits=settings.bits,
             seed=settings.seed,
             featurizer=settings.featurizer,
@@ -97,21 +101,31 @@ def run_distributed(
     return result.summary
 
 
-def _needs_cluster(args: argparse.Namespace) -> bool:
-    """Whether the run needs its cluster: a scheduler named, or more input than the driver takes.
+def _needs_cluster(args: argparse.Namespace, whole_index: bool) -> bool:
+    """Whether the run needs its cluster: a scheduler named, or work the driver would not take.
 
-    An input that cannot be listed needs it too: the distributed dedup names the problem.
+    The driver takes an input of few bytes, and, where every worker would build the whole
+    feature index (``whole_index``), the work of local workers that have no more threads in
+    all than it has (`gpusimhash.distributed._pipeline.outnumbers`). An input that cannot be
+    listed needs the cluster too: the distributed dedup names the problem.
     """
-    from gpusimhash.distributed._pipeline import runs_on_driver
+    from gpusimhash.distributed._pipeline import outnumbers, runs_on_driver
     from gpusimhash.io.inputs import STDIN, input_files
 
     if args.scheduler is not None:
         return True
+    if whole_index and outnumbers(args.workers * _worker_threads(args), whole_index=True):
+        return False
     try:
         paths = input_files(args.input)
         return Path(STDIN) in paths or not runs_on_driver(paths)
     except (OSError, ValueError):
         return True
+
+
+def _worker_threads(args: argparse.Namespace) -> int:
+    """Return each local worker's threads: the cores shared out between ``--workers``."""
+    return max(1, (os.cpu_count() or 1) // args.workers)
 
 
 def _client(args: argparse.Namespace) -> Any:
@@ -128,8 +142,7 @@ def _client(args: argparse.Namespace) -> Any:
                 f"cannot reach the Dask scheduler {args.scheduler}: {error}"
             ) from None
     # the cores shared out: each worker's compiled loops and FAISS get cores / workers threads
-    threads = max(1, (os.cpu_count() or 1) // args.workers)
-    cluster = local_cluster(args.workers, threads, dashboard_address=":0")
+    cluster = local_cluster(args.workers, _worker_threads(args), dashboard_address=":0")
     return _Closing(Client(cluster), cluster)  # type: ignore[no-untyped-call]
 
 

@@ -81,7 +81,7 @@ from gpusimhash.io.sources import has_id_field
 from gpusimhash.io.writers import write_json
 from gpusimhash.text import TextFeaturizer
 
-__all__ = ["DistributedResult", "dedup", "runs_on_driver"]
+__all__ = ["DistributedResult", "dedup", "outnumbers", "runs_on_driver", "whole_index"]
 
 # the join is exact; a partition with an invalid record stops the run; no index is read or
 # written, and no pairs file
@@ -161,9 +161,10 @@ def dedup(
         Input files of at most this many bytes in all (as stored) are deduplicated by this
         process, not the cluster: the same stages and outputs, each task a call here
         (`gpusimhash.distributed._inline`), the compiled loops on this process's threads;
-        default `DRIVER_INPUT_BYTES`. Any input is, where the cluster is local and its
-        workers' compiled loops have at most half this process's threads in all
-        (`runs_on_driver`). ``-1``: always the cluster.
+        default `DRIVER_INPUT_BYTES`. Any input is, where the cluster is local and this
+        process has as many threads as its workers' compiled loops in all (the feature join,
+        which builds the whole index on every worker), or twice as many (the codes' joins;
+        `runs_on_driver`). ``-1``: always the cluster.
     **options
         The fields of `gpusimhash.dedup.pipeline.DedupOptions`, except ``recall`` (the join
         is exact), ``skip_invalid`` (an invalid record stops the run), ``against``,
@@ -222,7 +223,8 @@ def dedup(
     on_driver = runs_on_driver(paths, driver_input_bytes)
     if not on_driver or client is not None:
         client = _client(client)
-        on_driver = runs_on_driver(paths, driver_input_bytes, client)
+        whole = whole_index(dedup_options, settings.bits)
+        on_driver = runs_on_driver(paths, driver_input_bytes, client, whole_index=whole)
     if not on_driver:
         _wait_for_workers(client)
     with replacing_folder(out_dir, owned=written_by_cluster_dedup) as stage:
@@ -239,16 +241,23 @@ def dedup(
 
 
 def runs_on_driver(
-    paths: Sequence[Path], driver_input_bytes: int | None = None, client: Any = None
+    paths: Sequence[Path],
+    driver_input_bytes: int | None = None,
+    client: Any = None,
+    *,
+    whole_index: bool = False,
 ) -> bool:
     """Whether the driver deduplicates these input files itself (`dedup`).
 
     It does where they hold few bytes in all, or where the cluster is local (every worker on
-    this machine: in this process or at a loopback address) and its workers' compiled loops
-    have at most half this process's threads in all: this process then does the same work on
-    at least twice the threads, without the stages' fixed costs (a one-core worker beside a
-    two-core driver took 3.61 s where the driver took 2.22 s on 200,000 PyPI summaries,
-    ``bench/results/distributed_real.json``).
+    this machine: in this process or at a loopback address) and this process has as many
+    threads as its workers' compiled loops in all (`outnumbers`): where every worker builds the
+    whole feature index (``whole_index``), at least as many; otherwise at least twice as many.
+    This process then does the same work on those threads without the stages' fixed costs.
+    Beside a 2-core driver, at the defaults (the feature join), the driver was 1.02x to 2.24x as
+    fast as the stages of 2 one-core local workers on 50,000 to 800,000 PyPI summaries; at 128
+    bits radius 3 the stages were faster from 400,000 on (3.70 s against 4.59 s at 800,000;
+    medians of 3, ``bench/results/distributed_real.json``).
 
     Parameters
     ----------
@@ -259,6 +268,8 @@ def runs_on_driver(
         ``-1``: none, whatever the cluster.
     client : dask.distributed.Client, optional
         The cluster; none: decide by the bytes alone.
+    whole_index : bool, default False
+        Whether the run's join builds the whole feature index on every worker (`whole_index`).
 
     Returns
     -------
@@ -281,15 +292,43 @@ def runs_on_driver(
         return False
     if sum(path.stat().st_size for path in paths) <= limit:
         return True
-    return client is not None and _outnumbered(client)
+    return client is not None and _outnumbered(client, whole_index)
 
 
-def _outnumbered(client: Any) -> bool:
-    """Whether the cluster is local and its loops have at most half this process's threads."""
+def whole_index(options: DedupOptions, bits: int) -> bool:
+    """Whether a run with these options builds the whole feature index on every worker.
+
+    The feature join does (`gpusimhash.distributed._features`); the codes' joins split their
+    work between the workers.
+    """
+    device = resolve_device(options.device, uses=("fingerprint", "join"))
+    return options.candidate_source(options.threshold(bits), device) == "features"
+
+
+def outnumbers(worker_threads: int, whole_index: bool) -> bool:
+    """Whether this process's threads outnumber local workers' enough to do their work itself.
+
+    Parameters
+    ----------
+    worker_threads : int
+        The local workers' compiled loops' threads, in all.
+    whole_index : bool
+        Whether every worker would build the whole feature index: then as many threads as the
+        workers' suffice, else twice as many.
+
+    Returns
+    -------
+    bool
+    """
+    return (1 if whole_index else 2) * worker_threads <= threads()
+
+
+def _outnumbered(client: Any, whole_index: bool) -> bool:
+    """Whether the cluster is local and this process's threads outnumber its loops' (`outnumbers`)."""
     workers = client.scheduler_info().get("workers", {})
     if not workers or not all(_local(address, info) for address, info in workers.items()):
         return False
-    return 2 * sum(client.run(threads).values()) <= threads()
+    return outnumbers(sum(client.run(threads).values()), whole_index)
 
 
 def _local(address: str, info: dict[str, Any]) -> bool:

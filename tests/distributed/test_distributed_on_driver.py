@@ -9,6 +9,7 @@ import pytest
 distributed = pytest.importorskip("distributed")
 
 from gpusimhash.datasets.synth import CorpusSpec, generate
+from gpusimhash.dedup.options import DedupOptions
 from gpusimhash.dedup.pipeline import dedup_file
 from gpusimhash.distributed import _cluster_stage as cluster_stage
 from gpusimhash.distributed import _components as components
@@ -171,34 +172,50 @@ LOCAL = "tcp://127.0.0.1:{}"
 
 
 @pytest.mark.parametrize(
-    ("workers", "driver_threads", "on_driver"),
+    ("workers", "driver_threads", "on_driver", "whole_index_on_driver"),
     [
-        ({LOCAL.format(1): ("127.0.0.1", 1)}, 2, True),  # half the driver's threads
-        ({LOCAL.format(1): ("127.0.0.1", 1)}, 1, False),
-        ({LOCAL.format(1): ("127.0.0.1", 2), LOCAL.format(2): ("127.0.0.1", 1)}, 5, False),
-        ({LOCAL.format(1): ("127.0.0.1", 2), LOCAL.format(2): ("127.0.0.1", 1)}, 6, True),
-        ({"inproc://192.0.2.2/1/1": ("192.0.2.2", 1)}, 4, True),
-        ({"tcp://[::1]:1": ("::1", 1)}, 4, True),
-        ({"tcp://10.0.0.7:1": ("10.0.0.7", 1)}, 64, False),  # another machine's cores
-        ({LOCAL.format(1): ("127.0.0.1", 1), "tcp://10.0.0.7:1": ("10.0.0.7", 1)}, 64, False),
-        ({"tcp://node-3:1": ("node-3", 1)}, 64, False),
-        ({}, 64, False),
+        ({LOCAL.format(1): ("127.0.0.1", 1)}, 2, True, True),  # half the driver's threads
+        ({LOCAL.format(1): ("127.0.0.1", 1)}, 1, False, True),  # as many
+        ({LOCAL.format(1): ("127.0.0.1", 2), LOCAL.format(2): ("127.0.0.1", 1)}, 2, False, False),
+        ({LOCAL.format(1): ("127.0.0.1", 2), LOCAL.format(2): ("127.0.0.1", 1)}, 5, False, True),
+        ({LOCAL.format(1): ("127.0.0.1", 2), LOCAL.format(2): ("127.0.0.1", 1)}, 6, True, True),
+        ({"inproc://192.0.2.2/1/1": ("192.0.2.2", 1)}, 4, True, True),
+        ({"tcp://[::1]:1": ("::1", 1)}, 4, True, True),
+        ({"tcp://10.0.0.7:1": ("10.0.0.7", 1)}, 64, False, False),  # another machine's cores
+        (
+            {LOCAL.format(1): ("127.0.0.1", 1), "tcp://10.0.0.7:1": ("10.0.0.7", 1)},
+            64,
+            False,
+            False,
+        ),
+        ({"tcp://node-3:1": ("node-3", 1)}, 64, False, False),
+        ({}, 64, False, False),
     ],
 )
 def test_a_local_cluster_of_few_threads_leaves_the_input_to_the_driver(
-    corpus, monkeypatch, workers, driver_threads, on_driver
+    corpus, monkeypatch, workers, driver_threads, on_driver, whole_index_on_driver
 ):
     monkeypatch.setattr(_pipeline, "DRIVER_INPUT_BYTES", 0)  # no input is small
     monkeypatch.setattr(_pipeline, "threads", lambda: driver_threads)
     paths = sorted((corpus / "parts").iterdir())
-    assert _pipeline.runs_on_driver(paths, None, _Cluster(workers)) == on_driver
-    assert not _pipeline.runs_on_driver(paths, -1, _Cluster(workers))  # always the cluster
+    cluster = _Cluster(workers)
+    assert _pipeline.runs_on_driver(paths, None, cluster) == on_driver
+    # every worker would build the whole feature index: as many threads as theirs suffice
+    assert _pipeline.runs_on_driver(paths, None, cluster, whole_index=True) == (
+        whole_index_on_driver
+    )
+    assert not _pipeline.runs_on_driver(paths, -1, cluster)  # always the cluster
     assert not _pipeline.runs_on_driver(paths)  # no client: the bytes alone
+
+
+def test_the_feature_join_builds_the_whole_index_on_every_worker():
+    assert _pipeline.whole_index(DedupOptions(), 256)  # the defaults: the feature join
+    assert not _pipeline.whole_index(DedupOptions(max_distance=3), 128)  # the codes' join
+    assert not _pipeline.whole_index(DedupOptions(verify=False), 256)
 
 
 @pytest.mark.slow
 def test_a_one_thread_local_worker_beside_the_driver(corpus, tmp_path, monkeypatch):
-    from gpusimhash._cpu._threads import threads
     from gpusimhash.distributed import local_cluster
 
     monkeypatch.setattr(_pipeline, "DRIVER_INPUT_BYTES", 0)  # no input is small
@@ -208,7 +225,8 @@ def test_a_one_thread_local_worker_beside_the_driver(corpus, tmp_path, monkeypat
         distributed.Client(cluster) as client,
     ):
         result = dedup(corpus / "parts", tmp_path / "default", client=client)
-    assert result.summary["distributed"]["on_driver"] == (threads() >= 2)
+    # the defaults' feature join: a worker with no more threads than the driver's
+    assert result.summary["distributed"]["on_driver"]
     assert result.summary["distributed"]["workers"] == 1
     _same_outputs(tmp_path / "single", tmp_path / "default")
 
@@ -277,3 +295,22 @@ def test_the_workers_option_states_the_drivers_bound(capsys):
         main(["dedup", "--help"])
     help_text = " ".join(capsys.readouterr().out.split())
     assert f"at most {DRIVER_INPUT_BYTES >> 20} MiB is deduplicated" in help_text
+
+
+def test_workers_with_the_feature_join_start_no_local_cluster(corpus, tmp_path, monkeypatch):
+    from gpusimhash.cli import distributed as cli_distributed
+    from gpusimhash.cli import main
+
+    monkeypatch.setattr(_pipeline, "DRIVER_INPUT_BYTES", 0)  # no input is small
+
+    def no_cluster(args):
+        raise AssertionError("a local cluster was started")
+
+    monkeypatch.setattr(cli_distributed, "_client", no_cluster)
+    single = dedup_file(corpus / "all.jsonl", tmp_path / "single")
+    out = tmp_path / "cli"
+    command = ["dedup", str(corpus / "parts"), "--workers", "2", "--out", str(out), "--json"]
+    assert main([*command, "-q", "--no-report"]) == 0
+    assert json.loads((out / "summary.json").read_text())["distributed"]["on_driver"]
+    _same_outputs(tmp_path / "single", out)
+    assert np.flatnonzero(~single.kept).size
