@@ -255,12 +255,13 @@ def check_fields(args: argparse.Namespace, paths: list[Any]) -> None:
     named = [flag for flag, is_given in fields if is_given]
     if not named:
         return
+    from gpusimhash.io.inputs import STDIN, STDIN_NAME
     from gpusimhash.io.readers import detect_format
 
     for path in paths:
-        stdin = str(path) == "-"
+        stdin = str(path) == STDIN
         if (args.format or ("text" if stdin else detect_format(path))) == "text":
-            where = "standard input" if stdin else str(path)
+            where = STDIN_NAME if stdin else str(path)
             raise UsageError(
                 f"{' and '.join(named)}: {where} is plain text, one document a line with no "
                 "fields (give --format if it is not)"

@@ -252,7 +252,7 @@ def test_fields_of_plain_text_on_standard_input_and_in_index_commands(
         ["dedup", "-", "--text-field", "body", "--out", tmp_path / "out", "-q"], capsys
     )
     assert code == 2
-    assert "--text-field: standard input is plain text" in err
+    assert "--text-field: <stdin> is plain text" in err
     for command in (
         ["index", "build", two_lines, "--out", tmp_path / "idx2", "--id-field", "url"],
         ["index", "add", numbered_index, two_lines, "--text-field", "body"],
