@@ -302,6 +302,9 @@ def test_workers_with_the_feature_join_start_no_local_cluster(corpus, tmp_path, 
     from gpusimhash.cli import main
 
     monkeypatch.setattr(_pipeline, "DRIVER_INPUT_BYTES", 0)  # no input is small
+    # a 4-thread driver beside 2 workers of 2 threads (another test may cap this process's)
+    monkeypatch.setattr(_pipeline, "threads", lambda: 4)
+    monkeypatch.setattr(cli_distributed, "_worker_threads", lambda args: 2)
 
     def no_cluster(args):
         raise AssertionError("a local cluster was started")
