@@ -488,6 +488,17 @@ def run_query(args: argparse.Namespace) -> int:
     """Run ``gpusimhash index query``."""
     if not (args.texts or args.file or args.query_ids):
         raise UsageError("give query texts, --file with one query per document, or --id")
+    describing = [
+        flag
+        for flag, given in (
+            ("--format", args.format is not None),
+            ("--text-field", options.given(args, "text_field")),
+            ("--id-field", args.id_field is not None),
+        )
+        if given
+    ]
+    if describing and not args.file:
+        raise UsageError(f"{' and '.join(describing)} describe --file: give --file")
     index = _load(Path(args.index), mmap=True)
     labels, codes = _queries(args, index)
     results: list[dict[str, Any]] = []

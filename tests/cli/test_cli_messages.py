@@ -287,3 +287,14 @@ def test_a_repeated_id_names_the_file_and_its_second_document(tmp_path, capsys):
     code, _, err = in_process(args, capsys)
     assert code == 1
     assert f"{path}, document 3: ids must be unique, id 'a' repeats" in err
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [["--id-field", "id"], ["--text-field", "body"], ["--format", "csv", "--id-field", "id"]],
+)
+def test_query_file_options_without_a_file_are_refused(numbered_index, capsys, flags):
+    code, _, err = in_process(["index", "query", numbered_index, "some text", *flags], capsys)
+    assert code == 2
+    named = " and ".join(f for f in flags if f.startswith("--"))
+    assert f"{named} describe --file: give --file" in err
