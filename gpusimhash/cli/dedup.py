@@ -199,7 +199,7 @@ def run_dedup(args: argparse.Namespace) -> int:
     from gpusimhash.dedup.pipeline import run
     from gpusimhash.fingerprinting import FingerprintSettings
     from gpusimhash.io._output_folder import output_entries, replacing_folder
-    from gpusimhash.io.inputs import STDIN, spooled_stdin
+    from gpusimhash.io.inputs import STDIN, STDIN_NAME, spooled_stdin
 
     id_field, truth_field, input_format = args.id_field, args.truth_field, args.format
     args.input = args.input or None  # none: the bundled sample
@@ -283,9 +283,10 @@ def run_dedup(args: argparse.Namespace) -> int:
         if STDIN in map(str, paths):  # read twice: copied once
             spool = inputs.enter_context(spooled_stdin())
             paths = [spool if str(p) == STDIN else p for p in paths]
+        shown = {} if spool is None else {spool: STDIN_NAME}
         with replacing_folder(out, owned=written_by_dedup) as stage:
             progress = options.progress_factory(args.quiet)
-            result = run(paths, stage, settings, dedup_options, progress=progress)
+            result = run(paths, stage, settings, dedup_options, progress=progress, shown=shown)
         summary = result.summary
         if to_stdout:
             records = next(n for n in summary["files"] if n.startswith(("kept.", "annotated.")))
@@ -293,8 +294,6 @@ def run_dedup(args: argparse.Namespace) -> int:
                 shutil.copyfileobj(stream, sys.stdout.buffer)
             sys.stdout.flush()
         label = "the bundled sample corpus" if args.input is None else summary["input"]
-        shown = functools.partial(_named, spool=spool)
-        label = shown(label)
         tables = {f"gpusimhash dedup: {label}": summary["results"]}
         if summary.get("ground_truth"):
             tables["against the ground truth"] = summary["ground_truth"]
@@ -306,7 +305,7 @@ def run_dedup(args: argparse.Namespace) -> int:
         if skipped:
             print(
                 f"gpusimhash: warning: skipped {skipped:,} invalid records, the first: "
-                f"{shown(str(summary['skipped'][0]))} (all counted, the first {len(summary['skipped'])} "
+                f"{summary['skipped'][0]} (all counted, the first {len(summary['skipped'])} "
                 "listed, in summary.json)",
                 file=sys.stderr,
             )
@@ -341,10 +340,3 @@ def _listed(inputs: list[str]) -> list[Path]:
         return input_files(inputs)
     except (OSError, ValueError):
         return []
-
-
-def _named(text: str, *, spool: Path | None) -> str:
-    """Name standard input ``<stdin>``, not its deleted copy, in a text to print."""
-    from gpusimhash.io.inputs import STDIN_NAME
-
-    return text if spool is None else text.replace(str(spool), STDIN_NAME)

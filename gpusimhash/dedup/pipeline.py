@@ -155,6 +155,7 @@ def run(
     options: DedupOptions,
     *,
     progress: Progress | None = None,
+    shown: dict[Path, str] | None = None,
 ) -> DedupResult:
     """Run every stage of a deduplication (see the module's description).
 
@@ -170,12 +171,15 @@ def run(
         Input, threshold, join, keep policy, outputs.
     progress : callable, optional
         ``tqdm``-like factory for progress bars.
+    shown : dict, optional
+        Names the summary and the report give some input files instead of their paths
+        (standard input's temporary copy: ``<stdin>``).
 
     Returns
     -------
     DedupResult
     """
-    source, out_dir = Source.of(path, options.reading), Path(out_dir)
+    source, out_dir = Source.of(path, options.reading, shown=shown), Path(out_dir)
     states = source.states()  # read more than once: no pipe, checked after the last read
     schema = _kept_schema(source, options)  # before any work: inputs of different schemas
     limit = options.threshold(settings.bits)

@@ -161,7 +161,7 @@ def run_summary(
             "near_duplicate_pairs": counts.near_duplicate_pairs,
             "featureless_documents": int(n - first.has_features.sum()),
         },
-        "skipped": source.skipped.examples if source.skipped else [],
+        "skipped": [source.shown_in(e) for e in source.skipped.examples] if source.skipped else [],
         "ground_truth": ground_truth,
         "cluster_sizes": cluster_summary(clusters.labels).to_dict()["size_counts"],
     }

@@ -55,25 +55,43 @@ class Source:
     reading: Reading
     id_field: str | None  # the option, else ``id`` when the first record has one
     skipped: Skipped | None = None  # the first pass's invalid records (skip_invalid)
+    # how the summary names some files: standard input's temporary copy as ``<stdin>``
+    shown: dict[Path, str] = dataclasses.field(default_factory=dict)
     # (first row, file) of every file begun in the read in progress, for `where`
     _begun: list[tuple[int, Path]] = dataclasses.field(default_factory=list, repr=False)
 
     @classmethod
-    def of(cls, path: str | Path | Sequence[str | Path], reading: Reading) -> Source:
-        """Name the input files; take ids from an ``id`` field when none is named and one exists."""
+    def of(
+        cls,
+        path: str | Path | Sequence[str | Path],
+        reading: Reading,
+        *,
+        shown: dict[Path, str] | None = None,
+    ) -> Source:
+        """Name the input files; take ids from an ``id`` field when none is named and one exists.
+
+        ``shown`` names some files in the summary otherwise than by their paths (`shown_in`).
+        """
         paths = (Path(path),) if isinstance(path, str | Path) else tuple(map(Path, path))
         if not paths:
             raise ValueError("no input file")
         id_field = reading.id_field
         if id_field is None and has_id_field(paths, reading):
             id_field = "id"
-        return cls(paths, reading, id_field)
+        return cls(paths, reading, id_field, shown=dict(shown or {}))
 
     @property
     def name(self) -> str:
         """The input in messages and the summary: the file, or the first of several."""
         more = len(self.paths) - 1
-        return f"{self.paths[0]} (and {more} more files)" if more else str(self.paths[0])
+        first = self.shown_in(str(self.paths[0]))
+        return f"{first} (and {more} more files)" if more else first
+
+    def shown_in(self, text: str) -> str:
+        """Return a text (a path, a message) with the files of `shown` named as it says."""
+        for path, name in self.shown.items():
+            text = text.replace(str(path), name)
+        return text
 
     def states(self) -> list[FileState]:
         """Take every file's state (pipes refused: the input is read more than once)."""

@@ -103,6 +103,21 @@ def test_an_error_on_standard_input_names_stdin_not_its_copy(tmp_path, monkeypat
     assert "gpusimhash-stdin" not in err
 
 
+def test_the_summary_and_report_of_standard_input_name_stdin(tmp_path, monkeypatch, capsys):
+    records = [{"text": t} for t in [*TEXTS, TEXTS[0]]]
+    lines = "".join(json.dumps(r) + "\n" for r in records) + "{not json\n"
+    stdin_holding(monkeypatch, lines.encode())
+    out = tmp_path / "out"
+    args = ["dedup", "-", "--format", "jsonl", "--out", out, "--skip-invalid"]
+    code, stdout, err = in_process(args, capsys)
+    assert code == 0, err
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["input"] == "<stdin>"
+    assert summary["skipped"][0].startswith("<stdin>, line 5: not valid JSON")
+    assert "Input: `<stdin>`" in (out / "report.md").read_text()
+    assert "gpusimhash-stdin" not in stdout + err + (out / "summary.json").read_text()
+
+
 def test_standard_input_named_twice_is_one_clear_usage_error(tmp_path, monkeypatch, capsys):
     stdin_holding(monkeypatch, b"x\n")
     code, _, err = in_process(["dedup", "-", "-", "--out", tmp_path / "out", "-q"], capsys)
