@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -19,18 +19,6 @@ from gpusimhash.verify._threshold import (
     Threshold,
     candidate_radius,
     plan_threshold,
-)
-
-# the options that are switches
-_FLAGS = (
-    "verify",
-    "empty_as_duplicates",
-    "force",
-    "report",
-    "skip_invalid",
-    "annotate",
-    "add_kept",
-    "pairs",
 )
 
 
@@ -172,8 +160,9 @@ class DedupOptions:
 
     def _check_kinds(self) -> None:
         """Check the kinds and ranges of the options that the other checks take as given."""
-        for name in _FLAGS:
-            _flag(getattr(self, name), name)
+        for field in fields(self):
+            if field.type == "bool":  # the switches (annotations are strings here)
+                _flag(getattr(self, field.name), field.name)
         _string(self.text_field, "text_field")
         for name in ("format", "id_field", "truth_field", "score_field"):  # or None
             if getattr(self, name) is not None:

@@ -53,9 +53,10 @@ def check_loaded(
     ordered = stored if ascending else np.sort(stored)  # ids added without ids ascend
     if ordered.size and ordered[0] < 0:
         raise BundleError(f"{faiss_file}: holds the negative id {int(ordered[0])}")
-    repeated = ordered[1:][ordered[1:] == ordered[:-1]]
-    if repeated.size:
-        raise BundleError(f"{faiss_file}: holds the id {int(repeated[0])} more than once")
+    if not ascending:  # ids that ascend are each once
+        repeated = ordered[1:][ordered[1:] == ordered[:-1]]
+        if repeated.size:
+            raise BundleError(f"{faiss_file}: holds the id {int(repeated[0])} more than once")
     if tombstones.size:
         if kind == "flat":
             raise BundleError(f"{tombstones_file}: a flat index removes in place, none are kept")
