@@ -24,6 +24,7 @@ from gpusimhash.io.readers import (
     DocumentBatch,
     InputError,
     _open_binary,
+    _too_long,
     detect_format,
     read_batches,
 )
@@ -113,14 +114,6 @@ def _checked_lines(chunk: memoryview, path: Path, lines_before: int) -> Utf8Text
     if too_long.size:
         raise _too_long(path, lines_before + int(too_long[0]) + 1)
     return texts
-
-
-def _too_long(path: Path, line: int) -> InputError:
-    """Return the error for a line over the limit (the message `read_batches` gives)."""
-    return InputError(
-        f"{path}, line {line}: longer than {readers.MAX_LINE_BYTES:,} bytes "
-        "(not a line-based file?)"
-    )
 
 
 @dataclass(frozen=True)

@@ -60,6 +60,8 @@ _SUFFIXES = {
 PYARROW_HINT = "pip install 'gpusimhash[io]' (or pyarrow)"
 # Longest line (one document of a text file, one JSON record, one CSV line) read, in bytes.
 MAX_LINE_BYTES = 1 << 28
+# Bytes read at a time from a line-based file, whose lines are then split in bulk.
+_BLOCK_BYTES = 1 << 20
 # A JSON escape of a UTF-16 surrogate: only then can a decoded string hold a lone surrogate.
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -431,16 +433,17 @@ def read_json_lines(
     field = TextField.parse(text_field)
     first, lines, numbers = 0, [], []
     with _open_binary(path) as stream:
-        for number, raw in _raw_lines(stream, path):
-            content = _json_line(raw, path, number)
-            if content is None:
-                continue
-            lines.append(content)
-            numbers.append(number)
-            if len(lines) == batch_size:
-                rows = np.arange(first, first + len(lines), dtype=np.int64)
-                yield JsonLineBatch(rows, lines, numbers, path, field, id_field)
-                first, lines, numbers = first + len(lines), [], []
+        for start, raw_lines, _ in _line_blocks(stream, path):
+            for number, raw in enumerate(raw_lines, start):
+                content = _json_line(raw, path, number)
+                if content is None:
+                    continue
+                lines.append(content)
+                numbers.append(number)
+                if len(lines) == batch_size:
+                    rows = np.arange(first, first + len(lines), dtype=np.int64)
+                    yield JsonLineBatch(rows, lines, numbers, path, field, id_field)
+                    first, lines, numbers = first + len(lines), [], []
     if lines:
         rows = np.arange(first, first + len(lines), dtype=np.int64)
         yield JsonLineBatch(rows, lines, numbers, path, field, id_field)
@@ -528,21 +531,55 @@ def _decode(raw: bytes, path: Path, line: int) -> str:
 def _raw_lines(stream: IO[bytes], path: Path) -> Iterator[tuple[int, bytes]]:
     """Yield ``(line_number, bytes)`` with the line ending, at most `MAX_LINE_BYTES` each.
 
-    Raises InputError naming the line for a longer line and for unreadable or corrupt data.
+    Raises InputError as `_line_blocks` does.
     """
-    line = 0
+    for first, lines, ended in _line_blocks(stream, path):
+        ending = b"\n" if ended else b""
+        for number, content in enumerate(lines, first):
+            yield number, content + ending
+
+
+def _line_blocks(stream: IO[bytes], path: Path) -> Iterator[tuple[int, list[bytes], bool]]:
+    r"""Yield the lines of each block read, without ``\n``, the first's number, and whether ended.
+
+    The lines are split in bulk, `_BLOCK_BYTES` at a time. Every line but a last one that no
+    ``\n`` ends comes with ``ended`` true; that last line comes alone. A line holds at most
+    `MAX_LINE_BYTES` bytes with its ``\n``: a longer one raises InputError naming it once the
+    lines before it are yielded, and so does unreadable or corrupt data, naming the first line
+    not yet yielded.
+    """
+    done = 0  # lines yielded
+    pending: list[bytes] = []  # the start of the next line, which no block so far has ended
+    pending_bytes = 0
     try:
-        for line, raw in enumerate(
-            iter(functools.partial(stream.readline, MAX_LINE_BYTES + 1), b""), 1
-        ):
-            if len(raw) > MAX_LINE_BYTES:
-                raise InputError(
-                    f"{_where(path, line)}: longer than {MAX_LINE_BYTES:,} bytes "
-                    "(not a line-based file?)"
-                )
-            yield line, raw
+        while block := stream.read(_BLOCK_BYTES):
+            lines = block.split(b"\n")
+            start = lines.pop()  # after the last newline: the next line's start
+            if lines:
+                lines[0] = b"".join([*pending, lines[0]])
+                pending, pending_bytes = [], 0
+                if max(map(len, lines)) >= MAX_LINE_BYTES:
+                    long = next(k for k, line in enumerate(lines) if len(line) >= MAX_LINE_BYTES)
+                    yield done + 1, lines[:long], True
+                    raise _too_long(path, done + 1 + long)
+                yield done + 1, lines, True
+                done += len(lines)
+            if start:
+                pending.append(start)
+                pending_bytes += len(start)
+                if pending_bytes > MAX_LINE_BYTES:
+                    raise _too_long(path, done + 1)
+        if pending:
+            yield done + 1, [b"".join(pending)], False
     except (OSError, EOFError, zlib.error) as error:
-        raise InputError(f"{_where(path, line + 1)}: cannot read ({error})") from None
+        raise InputError(f"{_where(path, done + 1)}: cannot read ({error})") from None
+
+
+def _too_long(path: Path, line: int) -> InputError:
+    """Return the error for a line longer than `MAX_LINE_BYTES`."""
+    return InputError(
+        f"{_where(path, line)}: longer than {MAX_LINE_BYTES:,} bytes (not a line-based file?)"
+    )
 
 
 def _jsonl_rows(
@@ -555,31 +592,35 @@ def _jsonl_rows(
     *,
     whole: bool = True,
 ) -> Iterator[Row]:
-    """Yield ``(id, text, record)`` from JSON lines; not ``whole``: see `_parse_json_line`."""
+    """Yield ``(id, text, record)`` from JSON lines; not ``whole``: see `_quick_document`."""
     field = TextField.parse(text_field)
     row = 0
-    for line, raw in _raw_lines(stream, path):
-        try:
-            parsed = _jsonl_record(raw, path, line, field, id_field, whole)
-        except InputError as error:
-            if skipped is None:
-                raise
-            skipped.add(error)
-            continue
-        if parsed is not None:  # not a blank line
+    for first, lines, _ in _line_blocks(stream, path):
+        for line, raw in enumerate(lines, first):
+            parsed = None if whole else _quick_document(raw, field, id_field)
+            if parsed is None:
+                try:
+                    parsed = _jsonl_record(raw, path, line, field, id_field)
+                except InputError as error:
+                    if skipped is None:
+                        raise
+                    skipped.add(error)
+                    continue
+                if parsed is None:  # a blank line
+                    continue
             doc_id, text, record = parsed
             yield row if doc_id is None else doc_id, text, record
             row += 1
 
 
 def _jsonl_record(
-    raw: bytes, path: Path, line: int, field: TextField, id_field: str | None, whole: bool
+    raw: bytes, path: Path, line: int, field: TextField, id_field: str | None
 ) -> tuple[int | str | None, str, dict[str, Any]] | None:
-    """Parse one JSON line into ``(id or None, text, record)``; None for a blank line."""
+    """Parse one JSON line as `json.loads` does: ``(id or None, text, record)``, None if blank."""
     content = _json_line(raw, path, line)
     if content is None:
         return None
-    return _parse_json_line(content, path, line, field, id_field, whole=whole)
+    return _parse_json_line(content, path, line, field, id_field)
 
 
 def _json_line(raw: bytes, path: Path, line: int) -> str | None:
@@ -631,9 +672,12 @@ def _parse_json_line(
 
 
 def _quick_document(
-    content: str, field: TextField, id_field: str | None
+    content: str | bytes, field: TextField, id_field: str | None
 ) -> tuple[int | str | None, str, dict[str, Any]] | None:
     """Return ``(id or None, text, record)`` as orjson alone reads a line, or None where it cannot.
+
+    The line is its bytes as read or its decoded text: orjson refuses bytes that are not UTF-8
+    and a byte order mark, which `_json_line` then handles.
 
     Where orjson reads a JSON text, every string it gives is `json.loads`'s, and every integer
     it keeps too (`gpusimhash.io._json`): such a text and such an id need neither the check
