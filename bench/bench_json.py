@@ -7,8 +7,10 @@ file in a temporary folder). Three readers, each row best of ``--repeats``, in t
 - ``whole``: every record parsed by `gpusimhash.io._json.loads` (orjson, and `json.loads` where
   orjson refuses a text or cannot keep an integer), whole;
 - ``ours``: as `read_batches` reads when it does not keep the records: the id and the text as
-  orjson alone reads them, where they are `json.loads`'s (`gpusimhash.io.readers`), the rest as
-  ``whole``.
+  orjson alone reads them from the line's bytes, where they are `json.loads`'s
+  (`gpusimhash.io.readers`), the rest as ``whole``.
+
+Every reader's lines are split a block at a time, as the readers split them.
 
 Tasks:
 
