@@ -227,8 +227,9 @@ def has_id_field(paths: Sequence[Path], reading: Reading) -> bool:
     """Whether the input's first record has an ``id`` field holding an int or a str.
 
     The first record is in the first file that holds one: files without a record (empty, or
-    blank lines only) before it are passed over, as they are when the files are read as one.
-    A plain-text record has no fields, and what is not a regular file is not looked into.
+    blank lines only) before it are passed over, as they are when the files are read as one,
+    and so are invalid records where the reading skips them (``skip_invalid``). A plain-text
+    record has no fields, and what is not a regular file is not looked into.
     """
     if reading.text_field == "id":
         return False
@@ -237,7 +238,12 @@ def has_id_field(paths: Sequence[Path], reading: Reading) -> bool:
             return False
         format = reading.format or detect_format(path)
         batches = read_batches(
-            path, format=format, text_field=reading.text_field, batch_size=1, records=True
+            path,
+            format=format,
+            text_field=reading.text_field,
+            batch_size=1,
+            records=True,
+            skipped=Skipped() if reading.skip_invalid else None,
         )
         first = next(batches, None)
         if first is not None:

@@ -45,3 +45,13 @@ def test_skipped_records_are_counted_and_the_rest_deduplicated(tmp_path, capsys)
     err = capsys.readouterr().err
     assert "warning: skipped 2 invalid records, the first: " in err
     assert json.loads((out / "summary.json").read_text())["results"]["skipped_invalid"] == 2
+
+
+def test_an_invalid_first_record_is_skipped_and_the_ids_come_from_the_first_valid_one(tmp_path):
+    dirty = tmp_path / "dirty.jsonl"
+    dirty.write_text('{"text": 5}\n' + "".join(json.dumps(r) + "\n" for r in GOOD))
+    result = dedup_file(dirty, tmp_path / "out", bits=64, max_distance=0, skip_invalid=True)
+    assert result.summary["results"]["skipped_invalid"] == 1
+    assert result.summary["skipped"] == [f"{dirty}, line 1: field 'text' must be a string, got int"]
+    duplicates = json.loads((tmp_path / "out" / "duplicates.jsonl").read_text())
+    assert duplicates["ids"] == ["a", "c"]  # the records' own ids, not rows
