@@ -339,14 +339,12 @@ class JoinStage(RunState):
         holding them, and its shares, ahead of the table tasks still waiting (the longest work
         first), run wherever Dask puts them. The candidates stay in (table, task, bucket) order.
         """
-        from dask.distributed import as_completed
-
         client, bits, radius = self.client, self.settings.bits, self.limit.radius
         asked = {
             client.submit(tables.crowded_work, codes): task for task, codes in sorted_codes.items()
         }
         found: dict[tuple[int, int, int], list[Any]] = {}
-        for future, buckets in as_completed(asked, loop=client.loop, with_results=True):  # type: ignore[no-untyped-call]
+        for future, buckets in self._completed(list(asked)):
             t, j = asked.pop(future)
             for i, (_, seconds) in enumerate(buckets):
                 bucket = client.submit(

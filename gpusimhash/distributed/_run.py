@@ -9,6 +9,7 @@ and `nbytes` are the small tasks of every shuffle.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -111,6 +112,17 @@ class RunState:
         from dask.distributed import wait
 
         wait(futures)  # type: ignore[no-untyped-call]
+
+    def _completed(self, futures: list[Any]) -> Iterator[tuple[Any, Any]]:
+        """Yield each future with its result as its task finishes (in order, where done as submitted)."""
+        if isinstance(self.client, InlineClient):
+            return ((future, future.result()) for future in futures)
+        from dask.distributed import as_completed
+
+        completed: Iterator[tuple[Any, Any]] = as_completed(  # type: ignore[no-untyped-call]
+            futures, loop=self.client.loop, with_results=True
+        )
+        return completed
 
     def _by_partition(self, rows: np.ndarray) -> list[tuple[int, np.ndarray]]:
         """Split ascending global rows by partition (nonempty ones only)."""

@@ -15,6 +15,7 @@ from gpusimhash.distributed import _cluster_stage as cluster_stage
 from gpusimhash.distributed import _components as components
 from gpusimhash.distributed import _join_plan as join_plan
 from gpusimhash.distributed import _pipeline, dedup
+from gpusimhash.distributed import _tables as tables
 from gpusimhash.distributed._inline import InlineClient
 from gpusimhash.io.readers import InputError
 
@@ -100,6 +101,22 @@ def test_the_driver_writes_the_single_machines_outputs(corpus, tmp_path, options
     assert result.summary["results"]["removed"] > 50
     summary = json.loads((tmp_path / "spread" / "summary.json").read_text())
     assert summary["distributed"]["on_driver"]
+
+
+@pytest.mark.parametrize("join", ["tables", "tiles"])
+def test_the_driver_joins_by_the_tables_or_the_tiles_as_the_cluster(
+    corpus, tmp_path, monkeypatch, force_join, join
+):
+    force_join(join)
+    monkeypatch.setattr(tables, "SPLIT_CODES", 8)  # crowded buckets, joined apart by shares
+    options = {"bits": 128, "max_distance": 8}
+    dedup_file(corpus / "all.jsonl", tmp_path / "single", **options)
+    result = dedup(corpus / "parts", tmp_path / "spread", driver_input_bytes=1 << 30, **options)
+    spread = result.summary["distributed"]
+    assert spread["on_driver"]
+    assert spread["join"]["method"] == join
+    assert (spread["crowded_buckets"] > 0) == (join == "tables")
+    _same_outputs(tmp_path / "single", tmp_path / "spread")
 
 
 @pytest.mark.slow
