@@ -301,14 +301,7 @@ def run_dedup(args: argparse.Namespace) -> int:
             tables[f"written to {out}/"] = summary["files"]
         with contextlib.redirect_stdout(sys.stderr if to_stdout else sys.stdout):
             options.emit(args, summary, tables)
-        skipped = summary["results"].get("skipped_invalid", 0)
-        if skipped:
-            print(
-                f"gpusimhash: warning: skipped {skipped:,} invalid records, the first: "
-                f"{summary['skipped'][0]} (all counted, the first {len(summary['skipped'])} "
-                "listed, in summary.json)",
-                file=sys.stderr,
-            )
+        options.warn_skipped(summary)
         for warning in summary.get("warnings", []):
             print(f"gpusimhash: warning: {warning}", file=sys.stderr)
     return 0

@@ -57,7 +57,7 @@ def run_distributed(
     ------
     UsageError
         An option the distributed dedup does not support (``--recall``, ``--against``,
-        ``--pairs``, ``--skip-invalid``, ``--weighting tfidf``).
+        ``--pairs``, ``--weighting tfidf``).
     UserError
         No input, or a scheduler that cannot be reached.
     """
@@ -70,7 +70,6 @@ def run_distributed(
         ("--recall", args.recall),
         ("--against", args.against),
         ("--pairs", args.pairs or None),
-        ("--skip-invalid", args.skip_invalid or None),
         ("--weighting tfidf", args.weighting if args.weighting == "tfidf" else None),
     )
     for flag, value in unsupported:
@@ -170,6 +169,7 @@ def print_summary(args: argparse.Namespace, summary: dict[str, Any], out: Path) 
     }
     tables[f"written to {out}/"] = summary["files"]
     options.emit(args, summary, tables)
+    options.warn_skipped(summary)
     if summary["results"]["removed_below_threshold"] and args.cluster == "components":
         print(
             "gpusimhash: warning: removed documents below the threshold against their kept "

@@ -308,6 +308,18 @@ def print_table(title: str, rows: dict[str, Any]) -> None:
         print(f"  {key.replace('_', ' '):<{width}}  {value}")
 
 
+def warn_skipped(summary: dict[str, Any]) -> None:
+    """Warn on standard error of the invalid records a dedup skipped (``--skip-invalid``)."""
+    skipped = summary["results"].get("skipped_invalid", 0)
+    if skipped:
+        print(
+            f"gpusimhash: warning: skipped {skipped:,} invalid records, the first: "
+            f"{summary['skipped'][0]} (all counted, the first {len(summary['skipped'])} "
+            "listed, in summary.json)",
+            file=sys.stderr,
+        )
+
+
 def emit(
     args: argparse.Namespace, payload: dict[str, Any], tables: dict[str, dict[str, Any]]
 ) -> None:

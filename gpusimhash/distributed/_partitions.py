@@ -37,6 +37,7 @@ from gpusimhash.io.readers import (
     read_json_lines,
 )
 from gpusimhash.io.records import annotated, file_rows, record_labels
+from gpusimhash.io.skipped import Skipped
 from gpusimhash.io.writers import RecordWriter
 from gpusimhash.verify import DocumentFeatures
 from gpusimhash.verify._units import document_hashes
@@ -75,6 +76,9 @@ class ReadOptions:
         Fingerprint the feature sets (every weight 1), as a Jaccard threshold does.
     device : {"auto", "cpu", "gpu"}
         Where to fingerprint, resolved on each worker.
+    skip_invalid : bool
+        Skip invalid records, as `read_batches` does with ``skipped``, in every read of a
+        partition: its documents are its valid records, numbered alike in every read.
     """
 
     format: str | None
@@ -84,9 +88,18 @@ class ReadOptions:
     score_field: str | None
     jaccard: bool
     device: str
+    skip_invalid: bool = False
 
-    def batches(self, path: Path, *, records: bool) -> Any:
-        """Read a partition in batches."""
+    def batches(self, path: Path, *, records: bool, skipped: Skipped | None = None) -> Any:
+        """Read a partition in batches.
+
+        With ``skip_invalid``, invalid records are skipped and counted in ``skipped`` (or in a
+        count of their own where it is None); without, the first one raises.
+        """
+        if not self.skip_invalid:
+            skipped = None
+        elif skipped is None:
+            skipped = Skipped()
         return read_batches(
             path,
             format=self.format,
@@ -94,6 +107,7 @@ class ReadOptions:
             id_field=self.id_field,
             batch_size=self.batch_size,
             records=records,
+            skipped=skipped,
         )
 
 
@@ -113,6 +127,8 @@ class PartFile:
         Rows in the file of its documents without features (never joined).
     feature_bytes : int
         Bytes of its documents' merged features (`DocumentFeatures.nbytes`).
+    skipped : Skipped, optional
+        The invalid records its reading skipped (``skip_invalid``), else None.
     """
 
     path: Path
@@ -120,6 +136,7 @@ class PartFile:
     n_docs: int
     featureless: np.ndarray
     feature_bytes: int
+    skipped: Skipped | None = None
 
 
 @dataclass(frozen=True)
@@ -140,6 +157,8 @@ class Part:
         Text lengths, for ``keep="longest"``.
     scores : ndarray or None, shape (n,), dtype float64
         Scores, for ``keep="score"``.
+    skipped : Skipped, optional
+        The invalid records its reading skipped (``skip_invalid``), else None.
     """
 
     path: Path
@@ -148,6 +167,7 @@ class Part:
     features: DocumentFeatures
     lengths: np.ndarray
     scores: np.ndarray | None
+    skipped: Skipped | None = None
 
     @property
     def n_docs(self) -> int:
@@ -179,7 +199,8 @@ def fingerprint_part(path: Path, settings: FingerprintSettings, read: ReadOption
     state = FileState.of(path)
     device = resolve_device(read.device, uses=("fingerprint",))
     codes, lengths, scores, features = [], [], [], []
-    for batch in read.batches(path, records=read.score_field is not None):
+    skipped = Skipped() if read.skip_invalid else None
+    for batch in read.batches(path, records=read.score_field is not None, skipped=skipped):
         first_row = int(batch.rows[0]) if len(batch) else 0
         entries = settings.featurizer.transform(batch.texts, first_index=first_row)
         merged = DocumentFeatures.from_batch(entries)
@@ -212,6 +233,7 @@ def fingerprint_part(path: Path, settings: FingerprintSettings, read: ReadOption
             if read.score_field is not None
             else None
         ),
+        skipped=skipped,
     )
 
 
@@ -221,7 +243,9 @@ def part_file(part: Part) -> PartFile:
     What the driver gathers of each partition.
     """
     featureless = np.flatnonzero(part.features.sizes == 0).astype(np.int64)
-    return PartFile(part.path, part.state, part.n_docs, featureless, part.features.nbytes)
+    return PartFile(
+        part.path, part.state, part.n_docs, featureless, part.features.nbytes, part.skipped
+    )
 
 
 def collapse_pieces(part: Part, offset: int, n_tasks: int) -> list[tuple[np.ndarray, ...]]:
@@ -429,8 +453,11 @@ def write_part(
     format = read.format or detect_format(part.path)
     plain = format == "text"
     source = str(part.path)
-    # JSONL written back as its kept records' lines, as one machine writes them
-    as_lines = format == output_format == "jsonl" and extras.annotations is None
+    # JSONL written back as its kept records' lines, as one machine writes them (where it
+    # reads every record, to skip the invalid ones, it writes them again)
+    as_lines = (
+        format == output_format == "jsonl" and extras.annotations is None and not read.skip_invalid
+    )
     batches = (
         read_json_lines(
             part.path,

@@ -77,17 +77,16 @@ from gpusimhash.distributed._write_stage import WriteStage
 from gpusimhash.fingerprinting import FingerprintSettings, resolve_device
 from gpusimhash.io._output_folder import replacing_folder
 from gpusimhash.io.inputs import STDIN, input_files
+from gpusimhash.io.skipped import Skipped
 from gpusimhash.io.sources import has_id_field
 from gpusimhash.io.writers import write_json
 from gpusimhash.text import TextFeaturizer
 
 __all__ = ["DistributedResult", "dedup", "outnumbers", "runs_on_driver", "whole_index"]
 
-# the join is exact; a partition with an invalid record stops the run; no index is read or
-# written, and no pairs file
+# the join is exact; no index is read or written, and no pairs file
 _UNSUPPORTED = {
     "recall": None,
-    "skip_invalid": False,
     "against": None,
     "add_kept": False,
     "pairs": False,
@@ -167,9 +166,10 @@ def dedup(
         `runs_on_driver`). ``-1``: always the cluster.
     **options
         The fields of `gpusimhash.dedup.pipeline.DedupOptions`, except ``recall`` (the join
-        is exact), ``skip_invalid`` (an invalid record stops the run), ``against``,
-        ``add_kept`` and ``pairs``. ``truth_field`` adds the single machine's
-        removal scores (not its pair scores); ``report`` needs verification.
+        is exact), ``against``, ``add_kept`` and ``pairs``. ``truth_field`` adds the single
+        machine's removal scores (not its pair scores); ``report`` needs verification. With
+        ``skip_invalid``, each partition's invalid records are skipped in every read of it, and
+        the summary counts them and lists the first few, partitions in order, as one machine.
 
     Returns
     -------
@@ -417,6 +417,7 @@ class _Run(JoinStage, ClusterStage, WriteStage):
             score_field=options.score_field,
             jaccard=self.limit.measure == "jaccard",
             device=options.device,
+            skip_invalid=options.skip_invalid,
         )
         self.read = read
         clock = time.perf_counter()
@@ -490,9 +491,13 @@ class _Run(JoinStage, ClusterStage, WriteStage):
                     below_threshold=below,
                     distinct_codes=stats["distinct_codes"] + empty_codes,
                 ),
+                "skipped_invalid": sum(f.skipped.count for f in self.files if f.skipped),
                 "candidate_code_pairs": stats["candidate_code_pairs"],
                 "pairs_verified": stats["pairs_verified"],
             },
+            "skipped": [e for f in self.files if f.skipped for e in f.skipped.examples][
+                : Skipped.LIMIT
+            ],
             "ground_truth": self.ground_truth,
             "cluster_sizes": {
                 str(int(s)): int(c) for s, c in zip(size_values, size_counts, strict=True)

@@ -382,8 +382,8 @@ def test_unsupported_options_and_no_client(tmp_path):
     _write(RECORDS[:5], tmp_path / "a.jsonl")
     with pytest.raises(ValueError, match="does not support recall"):
         dedup(tmp_path, tmp_path / "out", recall=0.9)
-    with pytest.raises(ValueError, match="does not support skip_invalid=True"):
-        dedup(tmp_path, tmp_path / "out", skip_invalid=True)
+    with pytest.raises(ValueError, match="does not support pairs=True"):
+        dedup(tmp_path, tmp_path / "out", pairs=True)
     with pytest.raises(ValueError, match="standard input"):
         dedup("-", tmp_path / "out")
     with pytest.raises(ValueError, match="no Dask client"):
@@ -475,12 +475,15 @@ def test_command_line_on_a_scheduler_and_on_local_workers(corpus, cluster, tmp_p
     capsys.readouterr()
     assert main(["dedup", "--workers", "2", "--out", str(tmp_path / "x")]) == 2
     assert "need an INPUT" in capsys.readouterr().err
-    assert (
-        main(["dedup", glob, "--workers", "2", "--skip-invalid", "--out", str(tmp_path / "y")]) == 2
-    )
-    assert (
-        "--skip-invalid is not supported with --scheduler or --workers" in capsys.readouterr().err
-    )
+    dirty = tmp_path / "dirty"
+    dirty.mkdir()
+    for part in sorted(layouts[4].iterdir()):
+        (dirty / part.name).write_text("{broken\n" + part.read_text())
+    args = [str(dirty), "--scheduler", address, "--skip-invalid", "--out", str(tmp_path / "y")]
+    assert main(["dedup", *args, *common]) == 0
+    err = capsys.readouterr().err
+    assert f"warning: skipped 4 invalid records, the first: {dirty / 'part00.jsonl'}, line 1" in err
+    assert (tmp_path / "y" / "duplicates.jsonl").read_bytes() == expected
 
 
 # ---------------------------------------------------------------- annotate, truth_field, report
@@ -710,3 +713,60 @@ def test_bad_annotated_or_labelled_records_name_partition_and_row(cluster, tmp_p
             dedup(tmp_path, tmp_path / "out", client=client, id_field="id", annotate=True)
         with pytest.raises(InputError, match=r"b\.jsonl, document 6: no field 'group'"):
             dedup(tmp_path, tmp_path / "out", client=client, truth_field="group")
+
+
+# invalid records: the first line of all, a partition of them alone, and some in between
+_INVALID = {
+    0: b"{broken",
+    40: b'{"id": "x"}',
+    41: b'{"text": 5, "id": "y"}',
+    42: b'{"text": "caf\xff", "id": "z"}',
+    43: b'["text"]',
+    200: b'{"text": "lone \\ud800", "id": "w"}',
+}
+
+
+@pytest.mark.parametrize("on_driver", [False, True])
+def test_invalid_records_are_skipped_in_every_partition_as_on_one_machine(
+    cluster, tmp_path, on_driver
+):
+    lines = [json.dumps(r).encode() for r in RECORDS[:400]]
+    for at, line in sorted(_INVALID.items()):
+        lines.insert(at, line)
+    (tmp_path / "all.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    (tmp_path / "parts").mkdir()
+    cuts = [0, 40, 44, 150, len(lines)]  # part1.jsonl: invalid records alone
+    for p in range(4):
+        chunk = lines[cuts[p] : cuts[p + 1]]
+        (tmp_path / "parts" / f"part{p}.jsonl").write_bytes(b"\n".join(chunk) + b"\n")
+    options = {"bits": 128, "max_distance": 8, "skip_invalid": True}  # ids from the records
+    single = dedup_file(tmp_path / "all.jsonl", tmp_path / "single", **options)
+    with _two_workers(cluster) as client:
+        result = dedup(
+            tmp_path / "parts",
+            tmp_path / "spread",
+            client=client,
+            driver_input_bytes=(1 << 40) if on_driver else -1,
+            **options,
+        )
+    assert result.summary["distributed"]["on_driver"] is on_driver
+    for name in ("duplicates.jsonl",):
+        assert (tmp_path / "spread" / name).read_bytes() == (
+            tmp_path / "single" / name
+        ).read_bytes()
+    kept = b"".join(p.read_bytes() for p in sorted((tmp_path / "spread" / "kept").iterdir()))
+    assert kept == (tmp_path / "single" / "kept.jsonl").read_bytes()
+    assert b'"id": "d' in kept  # the records' own ids
+    assert single.summary["results"]["removed"] == result.summary["results"]["removed"] > 10
+    assert result.summary["results"]["skipped_invalid"] == len(_INVALID)
+    assert single.summary["results"]["skipped_invalid"] == len(_INVALID)
+    # each named by its partition and its line there
+    where = [e.split(": ")[0] for e in result.summary["skipped"]]
+    folder = tmp_path / "parts"
+    assert where == [
+        f"{folder / 'part0.jsonl'}, line 1",
+        *(f"{folder / 'part1.jsonl'}, line {n}" for n in (1, 2, 3, 4)),
+        f"{folder / 'part3.jsonl'}, line {200 - 150 + 1}",
+    ]
+    messages = [e.split(": ", 1)[1] for e in result.summary["skipped"]]
+    assert messages == [e.split(": ", 1)[1] for e in single.summary["skipped"]]
