@@ -114,7 +114,7 @@ class RunState:
         wait(futures)  # type: ignore[no-untyped-call]
 
     def _completed(self, futures: list[Any]) -> Iterator[tuple[Any, Any]]:
-        """Yield each future with its result as its task finishes (in order, where done as submitted)."""
+        """Yield each future with its result as its task finishes (in order, where run at once)."""
         if isinstance(self.client, InlineClient):
             return ((future, future.result()) for future in futures)
         from dask.distributed import as_completed
