@@ -73,7 +73,8 @@ class RunState:
     cluster_workers: int
     on_driver: bool
     # set by the stages as they run: the task names' token, the threshold, where the
-    # candidates come from ("features" or "codes", as on one machine), how partitions are read, futures of each partition's fingerprinted `Part`, their files, the global row of
+    # candidates come from ("features" or "codes", as on one machine), how partitions are
+    # read, futures of each partition's fingerprinted `Part`, their files, the global row of
     # each partition's first document (then n), workers, tasks per shuffle (and node shards),
     # futures of the documents of codes of several and of the candidate pairs of distinct
     # codes, whether one pair may be in two of them, the pairs and documents they hold (pairs

@@ -1,4 +1,4 @@
-"""Lines split in bulk, a block at a time: readline's lines, limits and errors, at any block size."""
+"""Lines split in bulk, a block at a time: readline's lines, limits and errors, any block size."""
 
 from __future__ import annotations
 
