@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 from tqdm import tqdm
 
 from gpusimhash.dedup.pipeline import dedup_file
-from gpusimhash.io import consumed
+from gpusimhash.io import consumed, readers
 from gpusimhash.io.lines import read_line_batches
 from gpusimhash.io.readers import read_batches
 
@@ -28,7 +28,8 @@ class Recorded(tqdm):
         self.seen.append(self.n)
 
 
-def test_the_fingerprint_bar_counts_bytes_up_to_the_inputs_size(tmp_path):
+def test_the_fingerprint_bar_counts_bytes_up_to_the_inputs_size(tmp_path, monkeypatch):
+    monkeypatch.setattr(readers, "_BLOCK_BYTES", 4096)  # the bar moves a block at a time
     shards = [tmp_path / "a.jsonl", tmp_path / "b.txt.gz", tmp_path / "c.parquet"]
     shards[0].write_text("".join(json.dumps({"text": t}) + "\n" for t in TEXTS[:2000]))
     shards[1].write_bytes(gzip.compress("".join(t + "\n" for t in TEXTS[2000:2500]).encode()))
@@ -48,7 +49,8 @@ def test_the_fingerprint_bar_counts_bytes_up_to_the_inputs_size(tmp_path):
     assert len([n for n in bar.seen if 0 < n < first_file]) >= 6  # within a file, not per file
 
 
-def test_readers_report_the_bytes_they_read(tmp_path):
+def test_readers_report_the_bytes_they_read(tmp_path, monkeypatch):
+    monkeypatch.setattr(readers, "_BLOCK_BYTES", 4096)
     plain, packed = tmp_path / "a.txt", tmp_path / "b.txt.gz"
     plain.write_text("".join(t + "\n" for t in TEXTS))
     packed.write_bytes(gzip.compress(plain.read_bytes()))

@@ -60,7 +60,8 @@ _SUFFIXES = {
 PYARROW_HINT = "pip install 'gpusimhash[io]' (or pyarrow)"
 # Longest line (one document of a text file, one JSON record, one CSV line) read, in bytes.
 MAX_LINE_BYTES = 1 << 28
-# Bytes read at a time from a line-based file, whose lines are then split in bulk.
+# Bytes read at a time from a line-based file, whose lines are then split in bulk (a progress
+# bar of the bytes read moves a block at a time).
 _BLOCK_BYTES = 1 << 20
 # A JSON escape of a UTF-16 surrogate: only then can a decoded string hold a lone surrogate.
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
