@@ -3,6 +3,7 @@
 * `check_memory` refuses an allocation larger than the memory available (`available_memory`,
   ``MemAvailable``) with a `MemoryRefusal` naming what needed it; `check_result_size` refuses a
   kNN result larger than the machine's physical memory (a ValueError: ask for fewer).
+* `resident_memory` is what this process holds (what a Dask worker's memory limit counts).
 * `return_freed_memory` fixes glibc's mapping threshold. glibc's ``malloc`` maps large blocks
   on their own and unmaps them when freed, but after the first such block is freed it raises
   that size limit (up to 32 MiB), so that later arrays below it come from heaps that keep their
@@ -23,6 +24,7 @@ __all__ = [
     "available_memory",
     "check_memory",
     "check_result_size",
+    "resident_memory",
     "return_freed_memory",
 ]
 
@@ -73,6 +75,22 @@ def available_memory() -> int | None:
     except (OSError, ValueError):
         return None
     return None
+
+
+def resident_memory() -> int | None:
+    """Return the bytes this process holds in memory (its resident set), or None where unknown.
+
+    Examples
+    --------
+    >>> held = resident_memory()
+    >>> held is None or held > 0
+    True
+    """
+    try:
+        with open("/proc/self/statm", encoding="ascii") as handle:
+            return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def check_memory(nbytes: float, what: str) -> None:

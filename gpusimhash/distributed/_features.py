@@ -19,8 +19,10 @@ representatives (documents of that code with other features), two shares may fin
 codes (`IndexedDocuments.shared_codes`), and the clustering keeps each once
 (`gpusimhash.distributed._pairs`); otherwise each share's pairs are already distinct.
 
-The index holds every featured document's features on each worker (about 100 bytes per feature
-entry, index included), the limit of this join's size.
+The index holds every featured document's features on each worker (up to
+`gpusimhash.verify._feature_join.INDEX_BYTES_PER_ENTRY` bytes per feature entry, index
+included), the limit of this join's size: an index task refuses one larger than its worker's
+memory limit less what the worker holds (`worker_room`), before building any of it.
 """
 
 from __future__ import annotations
@@ -29,12 +31,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gpusimhash._memory import resident_memory
 from gpusimhash.codes import code_words
 from gpusimhash.distributed._pairs import distinct
 from gpusimhash.distributed._partitions import Part
 from gpusimhash.join._groups import collapse
 from gpusimhash.verify._feature_join import (
     FeatureIndex,
+    check_index_memory,
     check_pairs,
     check_reads,
     feature_index,
@@ -54,6 +58,7 @@ __all__ = [
     "index_summary",
     "probe_share",
     "share_counts",
+    "worker_room",
 ]
 
 _BLOCKS_PER_THREAD = 2  # blocks of each share per thread of a worker's compiled loops
@@ -130,7 +135,16 @@ def index_documents(parts: list[Featured], limit: Threshold, n_blocks: int) -> I
     Returns
     -------
     IndexedDocuments
+
+    Raises
+    ------
+    MemoryRefusal
+        An index larger than this worker may still take, by its memory limit, or than the
+        machine's available memory (`check_index_memory`), before any of it is built.
     """
+    check_index_memory(
+        sum(p[0].size for p in parts), sum(p[2].states.size for p in parts), worker_room()
+    )
     offsets = np.cumsum([0, *(p[3] for p in parts)], dtype=np.int64)
     rows = np.concatenate(
         [np.zeros(0, np.int64), *(p[0] + offsets[i] for i, p in enumerate(parts))]
@@ -153,6 +167,23 @@ def index_documents(parts: list[Featured], limit: Threshold, n_blocks: int) -> I
         members=np.stack([rows[shared], rows[first[inverse[shared]]]], axis=1),
         input_bytes=sum(_featured_bytes(p) for p in parts),
     )
+
+
+def worker_room() -> int | None:
+    """Return the bytes this Dask worker may still take: its memory limit less what it holds.
+
+    None outside a worker (the driver's calls) or for a worker without a memory limit.
+    """
+    try:
+        from distributed import get_worker
+
+        worker = get_worker()
+    except (ImportError, ValueError):  # no Dask, or not in a worker's task
+        return None
+    limit, held = worker.memory_manager.memory_limit, resident_memory()
+    if not limit or held is None:
+        return None
+    return max(0, int(limit) - held)
 
 
 def blocks(shares: int, worker_threads: int) -> int:

@@ -7,12 +7,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gpusimhash import _memory
+from gpusimhash._memory import MemoryRefusal
 from gpusimhash.codes import code_words
 from gpusimhash.datasets.synth import CorpusSpec, generate
 from gpusimhash.dedup.candidates import feature_graph
 from gpusimhash.distributed import _features as features
 from gpusimhash.distributed import _pairs
 from gpusimhash.fingerprinting import featurize, fingerprint_batch
+from gpusimhash.verify import _feature_join
 from gpusimhash.verify._features import DocumentFeatures
 from gpusimhash.verify._threshold import plan_threshold
 
@@ -110,3 +113,26 @@ def test_the_budget_is_the_whole_joins():
 def test_distinct_pairs_are_numpys_distinct_rows(pairs):
     array = np.array(pairs, dtype=np.int64).reshape(-1, 2)
     np.testing.assert_array_equal(_pairs.distinct(array), np.unique(array, axis=0))
+
+
+def test_an_index_over_a_workers_memory_is_refused_before_it_is_built(monkeypatch):
+    limit = plan_threshold(64)
+    entries = sum(p[2].states.size for p in _parts([0, 300, 600]))
+    room = _feature_join.INDEX_BYTES_PER_ENTRY * entries
+    monkeypatch.setattr(features, "worker_room", lambda: room - 1)
+    with pytest.raises(MemoryRefusal, match=rf"\({entries:,} feature entries\) .* on every worker"):
+        features.index_documents(_parts([0, 300, 600]), limit, 4)
+    monkeypatch.setattr(features, "worker_room", lambda: room)
+    assert features.index_documents(_parts([0, 300, 600]), limit, 4).index.n_docs > 0
+
+
+@pytest.mark.slow
+def test_a_workers_room_is_its_memory_limit_less_what_it_holds():
+    distributed = pytest.importorskip("distributed")
+    assert features.worker_room() is None  # not in a worker
+    limit = 4 << 30
+    with distributed.Client(
+        processes=False, n_workers=1, memory_limit=limit, dashboard_address=":0"
+    ) as client:
+        room = client.submit(features.worker_room).result()
+    assert limit - room == pytest.approx(_memory.resident_memory(), rel=0.5)  # this process

@@ -1,13 +1,16 @@
 """The feature join finds exactly the pairs a brute-force comparison of every pair keeps."""
 
 import dataclasses
+import tracemalloc
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpusimhash import verified_near_duplicates, verify_pairs
+from gpusimhash import _memory, verified_near_duplicates, verify_pairs
+from gpusimhash._memory import MemoryRefusal
+from gpusimhash.datasets.synth import CorpusSpec, generate
 from gpusimhash.features import FeatureBatch
 from gpusimhash.fingerprinting import featurize
 from gpusimhash.verify import _feature_join, _product_join
@@ -300,6 +303,46 @@ def test_an_index_that_would_read_too_much_is_refused_before_probing(monkeypatch
     assert probed == []
     feature_join(features, "cosine", 0.5, max_pairs=budget + 1, plan="index")
     assert len(probed) == 1
+
+
+@pytest.mark.parametrize(
+    ("max_length", "measure", "value"),
+    [(40, "cosine", 0.8), (200, "cosine", 0.8), (200, "jaccard", 0.5)],
+)
+def test_an_index_takes_at_most_its_estimated_memory(max_length, measure, value):
+    texts = [d.text for d in generate(CorpusSpec(n_docs=3000, seed=2, max_length=max_length))]
+    features = DocumentFeatures.from_batch(featurize(texts))
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        _feature_join.feature_index(features, measure, value)
+        peak = tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+    per_entry = peak / features.states.size
+    assert (
+        0.6 * _feature_join.INDEX_BYTES_PER_ENTRY < per_entry <= _feature_join.INDEX_BYTES_PER_ENTRY
+    )
+
+
+def test_an_index_larger_than_the_memory_is_refused_before_it_is_built(monkeypatch):
+    features = real_text_features()
+    need = _feature_join.INDEX_BYTES_PER_ENTRY * features.states.size
+    monkeypatch.setattr(_memory, "available_memory", lambda: need - 1)
+    ranked = []
+    monkeypatch.setattr(_feature_join, "frequency_ranks", lambda *a: ranked.append(a))
+    what = rf"index of {features.n_docs:,} documents \({features.states.size:,} feature entries\)"
+    with pytest.raises(
+        MemoryRefusal, match=rf"{what} needs about .* MB, more than .*\(--candidates codes\)"
+    ):
+        feature_join(features, "cosine", 0.8)
+    with pytest.raises(MemoryRefusal, match="on every worker, more than the 0 MB this Dask worker"):
+        _feature_join.check_index_memory(features.n_docs, features.states.size, room=need - 1)
+    assert ranked == []  # nothing built
+    monkeypatch.setattr(_memory, "available_memory", lambda: need)
+    with pytest.raises(TypeError):  # past the check: the stand-in for the ranks returns None
+        feature_join(features, "cosine", 0.8)
+    assert len(ranked) == 1
 
 
 # states sharing a low or a high 16-bit half, as the two radix passes must order them
