@@ -27,6 +27,7 @@ from gpusimhash.io.readers import (
     _too_long,
     detect_format,
     read_batches,
+    unreadable,
 )
 from gpusimhash.io.skipped import Skipped
 from gpusimhash.utf8 import Utf8Texts
@@ -87,7 +88,7 @@ def read_line_batches(
             try:
                 block = stream.read(block_bytes)
             except (OSError, EOFError, zlib.error) as error:
-                raise InputError(f"{path}, line {lines + 1}: cannot read ({error})") from None
+                raise unreadable(path, lines + 1, error) from None
             data = carry + block if carry else block
             cut = data.rfind(b"\n") + 1 if block else len(data)  # no block: the last line
             carry = data[cut:]

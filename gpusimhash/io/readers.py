@@ -24,6 +24,7 @@ valid Unicode), an unterminated CSV quote, a repeated CSV column name, damaged P
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import functools
 import gzip
@@ -63,6 +64,8 @@ MAX_LINE_BYTES = 1 << 28
 # Bytes read at a time from a line-based file, whose lines are then split in bulk (a progress
 # bar of the bytes read moves a block at a time).
 _BLOCK_BYTES = 1 << 20
+# Bytes of a gzip file decompressed at a time to find the line where its data breaks.
+_GZIP_PIECE_BYTES = 1 << 10
 # A JSON escape of a UTF-16 surrogate: only then can a decoded string hold a lone surrogate.
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -573,7 +576,40 @@ def _line_blocks(stream: IO[bytes], path: Path) -> Iterator[tuple[int, list[byte
         if pending:
             yield done + 1, [b"".join(pending)], False
     except (OSError, EOFError, zlib.error) as error:
-        raise InputError(f"{_where(path, done + 1)}: cannot read ({error})") from None
+        raise unreadable(path, done + 1, error) from None
+
+
+def unreadable(path: Path, line: int, error: Exception) -> InputError:
+    """Return the error for a file that could not be read past ``line`` (its first line unread).
+
+    Where the file is gzip data, the line is where its readable data ends (`_gzip_end`): the
+    reader's block there may have ended far earlier, as it was lost with the error.
+    """
+    if path.name.lower().endswith(".gz"):
+        with contextlib.suppress(OSError):
+            line = max(line, _gzip_end(path))
+    return InputError(f"{_where(path, line)}: cannot read ({error})")
+
+
+def _gzip_end(path: Path) -> int:
+    """Return the line where a gzip file's readable data ends: its newlines before then, plus one.
+
+    The data is decompressed again, member after member, up to its end, to data that is not
+    gzip, or to the `_GZIP_PIECE_BYTES` of the file where it is corrupt.
+    """
+    newlines = 0
+    with open(path, "rb") as stream:
+        unzip = zlib.decompressobj(wbits=31)
+        while block := stream.read(_GZIP_PIECE_BYTES):
+            while block:
+                try:
+                    newlines += unzip.decompress(block).count(b"\n")
+                except zlib.error:
+                    return newlines + 1
+                if not unzip.eof:
+                    break
+                block, unzip = unzip.unused_data, zlib.decompressobj(wbits=31)
+    return newlines + 1
 
 
 def _too_long(path: Path, line: int) -> InputError:

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import functools
+import gzip
 import io
+import json
+import re
+import zlib
 from pathlib import Path
 
 import pytest
@@ -11,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpusimhash.io import readers
+from gpusimhash.io.lines import read_line_batches
 from gpusimhash.io.readers import InputError, read_batches, read_json_lines
 from gpusimhash.io.skipped import Skipped
 
@@ -145,3 +150,54 @@ def test_records_read_in_blocks_are_the_whole_records(
     blank = {n for n, record in enumerate(records, 1) if not record.strip()}
     read = [n for n in range(1, len(records) + 1) if n not in blank]
     assert lines[1] == read[: len(lines[1])]
+
+
+def _complete_lines(data: bytes) -> int:
+    """Lines a gzip stream's readable data holds whole (zlib's own decompression, piece by piece)."""
+    unzip, out = zlib.decompressobj(wbits=31), b""
+    for k in range(0, len(data), 256):
+        try:
+            out += unzip.decompress(data[k : k + 256])
+        except zlib.error:
+            break
+        if unzip.eof:
+            rest = unzip.unused_data
+            unzip = zlib.decompressobj(wbits=31)
+            out += unzip.decompress(rest) if rest else b""
+    return out.count(b"\n")
+
+
+def _records(n: int, tag: str) -> bytes:
+    return "".join(
+        json.dumps({"text": f"{tag} {i} about {i % 97}"}) + "\n" for i in range(n)
+    ).encode()
+
+
+@pytest.mark.parametrize("cut", [1, 100, 5000])
+@pytest.mark.parametrize("members", [1, 2])
+def test_a_truncated_gzip_file_is_named_at_the_line_where_its_data_ends(tmp_path, cut, members):
+    data = b"".join(gzip.compress(_records(20_000, f"m{m}")) for m in range(members))
+    path = tmp_path / "cut.jsonl.gz"
+    path.write_bytes(data[:-cut])
+    line = _complete_lines(data[:-cut]) + 1
+    assert 20_000 * (members - 1) < line <= 20_000 * members + 1  # in the last member
+    expected = rf"cut\.jsonl\.gz, line {line}: cannot read \(Compressed file ended"
+    with pytest.raises(InputError, match=expected):
+        list(read_batches(path))
+    with pytest.raises(InputError, match=expected):
+        list(read_json_lines(path))
+    with pytest.raises(InputError, match=expected):
+        list(read_line_batches(path))
+
+
+def test_corrupt_gzip_data_is_named_near_where_it_breaks(tmp_path):
+    data = bytearray(gzip.compress(_records(20_000, "c")))
+    at = len(data) * 3 // 4
+    data[at : at + 8] = bytes(b ^ 0xFF for b in data[at : at + 8])
+    path = tmp_path / "bad.jsonl.gz"
+    path.write_bytes(bytes(data))
+    with pytest.raises(InputError, match=r"bad\.jsonl\.gz, line (\d+): cannot read") as error:
+        list(read_batches(path))
+    line = int(re.search(r"line (\d+)", str(error.value)).group(1))
+    readable = _complete_lines(bytes(data))  # garbage may decode past the corrupt bytes
+    assert 0.9 * readable < line <= readable + 1
