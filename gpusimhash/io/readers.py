@@ -582,10 +582,10 @@ def _line_blocks(stream: IO[bytes], path: Path) -> Iterator[tuple[int, list[byte
 def unreadable(path: Path, line: int, error: Exception) -> InputError:
     """Return the error for a file that could not be read past ``line`` (its first line unread).
 
-    Where the file is gzip data, the line is where its readable data ends (`_gzip_end`): the
+    Where gzip data is broken, the line is where its readable data ends (`_gzip_end`): the
     reader's block there may have ended far earlier, as it was lost with the error.
     """
-    if path.name.lower().endswith(".gz"):
+    if isinstance(error, EOFError | zlib.error | gzip.BadGzipFile):
         with contextlib.suppress(OSError):
             line = max(line, _gzip_end(path))
     return InputError(f"{_where(path, line)}: cannot read ({error})")
