@@ -38,7 +38,6 @@ from gpusimhash.distributed._partitions import Part
 from gpusimhash.join._groups import collapse
 from gpusimhash.verify._feature_join import (
     FeatureIndex,
-    check_index_memory,
     check_pairs,
     check_reads,
     feature_index,
@@ -140,11 +139,9 @@ def index_documents(parts: list[Featured], limit: Threshold, n_blocks: int) -> I
     ------
     MemoryRefusal
         An index larger than this worker may still take, by its memory limit, or than the
-        machine's available memory (`check_index_memory`), before any of it is built.
+        machine's available memory (`gpusimhash.verify._feature_join.check_index_memory`),
+        before any of it is built.
     """
-    check_index_memory(
-        sum(p[0].size for p in parts), sum(p[2].states.size for p in parts), worker_room()
-    )
     offsets = np.cumsum([0, *(p[3] for p in parts)], dtype=np.int64)
     rows = np.concatenate(
         [np.zeros(0, np.int64), *(p[0] + offsets[i] for i, p in enumerate(parts))]
@@ -158,7 +155,9 @@ def index_documents(parts: list[Featured], limit: Threshold, n_blocks: int) -> I
     first = np.full(unique.shape[0], rows.size, dtype=np.int64)
     np.minimum.at(first, inverse, np.arange(rows.size))
     shared = np.flatnonzero(np.bincount(inverse, minlength=unique.shape[0])[inverse] > 1)
-    index = feature_index(features.take(representative), limit.measure, limit.value)
+    index = feature_index(
+        features.take(representative), limit.measure, limit.value, worker_room=worker_room()
+    )
     return IndexedDocuments(
         index=index,
         code_rows=rows[first[inverse[representative]]],

@@ -207,7 +207,9 @@ class FeatureIndex:
         return int(self.index[7].size)
 
 
-def feature_index(features: DocumentFeatures, measure: str, value: float) -> FeatureIndex:
+def feature_index(
+    features: DocumentFeatures, measure: str, value: float, *, worker_room: int | None = None
+) -> FeatureIndex:
     """Order the documents by size key and index their tails, for `probe_blocks`.
 
     Parameters
@@ -218,6 +220,8 @@ def feature_index(features: DocumentFeatures, measure: str, value: float) -> Fea
         As `feature_join`.
     value : float
         The threshold, in ``(0, 1]``.
+    worker_room : int, optional
+        The bytes a Dask worker building it may still take (`check_index_memory`).
 
     Returns
     -------
@@ -232,7 +236,7 @@ def feature_index(features: DocumentFeatures, measure: str, value: float) -> Fea
         built.
     """
     _check_threshold(features, measure, value)
-    check_index_memory(features.n_docs, features.states.size)
+    check_index_memory(features.n_docs, features.states.size, worker_room)
     code = _MEASURES[measure]
     key, least = size_keys(
         features.offsets,
@@ -391,7 +395,7 @@ def _probe_by_size(
     )
 
 
-def check_index_memory(n_docs: int, n_entries: int, room: int | None = None) -> None:
+def check_index_memory(n_docs: int, n_entries: int, worker_room: int | None = None) -> None:
     """Refuse, before building it, a feature index larger than the memory left for it.
 
     The index takes up to `INDEX_BYTES_PER_ENTRY` bytes per feature entry of its documents.
@@ -400,7 +404,7 @@ def check_index_memory(n_docs: int, n_entries: int, room: int | None = None) -> 
     ----------
     n_docs, n_entries : int
         Documents to index, and their feature entries in all.
-    room : int, optional
+    worker_room : int, optional
         The bytes a Dask worker may still take (`gpusimhash.distributed._features`), which
         is checked first; the machine's available memory is checked either way.
 
@@ -412,7 +416,7 @@ def check_index_memory(n_docs: int, n_entries: int, room: int | None = None) -> 
     Examples
     --------
     >>> check_index_memory(1_000, 9_000)
-    >>> check_index_memory(1_000, 9_000, room=100_000)  # doctest: +ELLIPSIS
+    >>> check_index_memory(1_000, 9_000, worker_room=100_000)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     gpusimhash._memory.MemoryRefusal: the exact feature join's index of 1,000 documents ...
@@ -426,10 +430,10 @@ def check_index_memory(n_docs: int, n_entries: int, room: int | None = None) -> 
         "candidates='codes' (--candidates codes) takes the candidates from the fingerprints "
         "instead, without this index (each pair at the threshold found with probability 0.99)"
     )
-    if room is not None and need > room:
+    if worker_room is not None and need > worker_room:
         raise MemoryRefusal(
             f"{what} about {need / 1e6:,.0f} MB on every worker, more than the "
-            f"{room / 1e6:,.0f} MB this Dask worker has left of its memory limit: {advice}"
+            f"{worker_room / 1e6:,.0f} MB this Dask worker has left of its memory limit: {advice}"
         )
     try:
         check_memory(need, what)

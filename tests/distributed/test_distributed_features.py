@@ -116,14 +116,17 @@ def test_distinct_pairs_are_numpys_distinct_rows(pairs):
 
 
 def test_an_index_over_a_workers_memory_is_refused_before_it_is_built(monkeypatch):
-    limit = plan_threshold(64)
-    entries = sum(p[2].states.size for p in _parts([0, 300, 600]))
+    limit, parts = plan_threshold(64), _parts([0, 300, 600])
+    built = features.index_documents(parts, limit, 4).index  # outside a worker: no limit
+    documents, entries = built.n_docs, built.arrays[0].size  # the representatives'
+    assert documents < len(TEXTS)  # fewer than the documents: their duplicates are left out
     room = _feature_join.INDEX_BYTES_PER_ENTRY * entries
     monkeypatch.setattr(features, "worker_room", lambda: room - 1)
-    with pytest.raises(MemoryRefusal, match=rf"\({entries:,} feature entries\) .* on every worker"):
-        features.index_documents(_parts([0, 300, 600]), limit, 4)
+    what = rf"index of {documents:,} documents \({entries:,} feature entries\) .* on every worker"
+    with pytest.raises(MemoryRefusal, match=what):
+        features.index_documents(parts, limit, 4)
     monkeypatch.setattr(features, "worker_room", lambda: room)
-    assert features.index_documents(_parts([0, 300, 600]), limit, 4).index.n_docs > 0
+    assert features.index_documents(parts, limit, 4).index.n_docs == documents
 
 
 @pytest.mark.slow

@@ -337,7 +337,7 @@ def test_an_index_larger_than_the_memory_is_refused_before_it_is_built(monkeypat
     ):
         feature_join(features, "cosine", 0.8)
     with pytest.raises(MemoryRefusal, match="on every worker, more than the 0 MB this Dask worker"):
-        _feature_join.check_index_memory(features.n_docs, features.states.size, room=need - 1)
+        _feature_join.check_index_memory(features.n_docs, features.states.size, need - 1)
     assert ranked == []  # nothing built
     monkeypatch.setattr(_memory, "available_memory", lambda: need)
     with pytest.raises(TypeError):  # past the check: the stand-in for the ranks returns None
