@@ -141,15 +141,15 @@ def test_records_read_in_blocks_are_the_whole_records(
     path = tmp_path_factory.mktemp("blocks") / "docs.jsonl"
     path.write_bytes(b"\n".join(records) + (b"\n" if final_newline else b""))
     whole = _documents(path, records=True)  # every line parsed as json.loads parses it
-    lines = _json_lines(path)
+    lines, numbers, error = _json_lines(path)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(readers, "_BLOCK_BYTES", block)
         assert _documents(path) == whole  # ids and texts by orjson where it can
         assert _documents(path, records=True) == whole
-        assert _json_lines(path) == lines
+        assert _json_lines(path) == (lines, numbers, error)
     blank = {n for n, record in enumerate(records, 1) if not record.strip()}
     read = [n for n in range(1, len(records) + 1) if n not in blank]
-    assert lines[1] == read[: len(lines[1])]
+    assert numbers == read[: len(numbers)]  # up to the first line not UTF-8, if any
 
 
 def _complete_lines(data: bytes) -> int:
@@ -168,6 +168,7 @@ def _complete_lines(data: bytes) -> int:
 
 
 def _records(n: int, tag: str) -> bytes:
+    """``n`` JSONL records, their texts tagged."""
     return "".join(
         json.dumps({"text": f"{tag} {i} about {i % 97}"}) + "\n" for i in range(n)
     ).encode()
