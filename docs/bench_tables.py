@@ -301,6 +301,9 @@ SHOWN = {
     "json_cpu.json": Results(
         "JSONL records read by json.loads, by orjson where it agrees, and ids and texts by orjson"
     ),
+    "index_memory_cpu.json": Results(
+        "The exact feature join's index: memory per feature entry against its estimate"
+    ),
     "distributed_cpu.json": Results(
         "The whole dedup on Dask: 2,000,000 synthetic documents",
         (

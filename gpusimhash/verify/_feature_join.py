@@ -50,9 +50,9 @@ WINDOW_DOCS = 1 << 15
 # postings the join may read per pair of the budget: a read costs far less than the verification
 # of a candidate pair, which the codes' budget counts (10 billion at the default budget)
 READS_PER_PAIR = 100
-# bytes of the index per feature entry of its documents, at most: at the peak of its build
-# (tracemalloc) 92 on 50,000 and 200,000 PyPI summaries, whose tails hold 43% of the entries, and
-# 88 to 104 on synthetic corpora whose tails hold 51% to 95%
+# bytes of the index per feature entry of its documents, at most: at the peak of its build 92 to
+# 98 on PyPI summaries, whose tails hold 43% to 58% of the entries, and 88 to 103 on synthetic
+# corpora whose tails hold 51% to 94% (tracemalloc, bench/results/index_memory_cpu.json)
 INDEX_BYTES_PER_ENTRY = 120
 # interleaved blocks of documents per thread (each block holds 28 bytes per document)
 _BLOCKS_PER_THREAD = 2
