@@ -32,10 +32,11 @@ def corpus(tmp_path_factory, write_partitioned):
 
 
 def _kept(out):
-    """The kept records' bytes: one machine's file, or a cluster's parts in order."""
-    if (out / "kept.jsonl").exists():
-        return (out / "kept.jsonl").read_bytes()
-    return b"".join(p.read_bytes() for p in sorted((out / "kept").iterdir()))
+    """The kept (or annotated) records' bytes: one machine's file, or a cluster's parts in order."""
+    name = "annotated" if any(out.glob("annotated*")) else "kept"
+    if (out / f"{name}.jsonl").exists():
+        return (out / f"{name}.jsonl").read_bytes()
+    return b"".join(p.read_bytes() for p in sorted((out / name).iterdir()))
 
 
 def _same_outputs(one, other):
@@ -334,3 +335,28 @@ def test_workers_with_the_feature_join_start_no_local_cluster(corpus, tmp_path, 
     assert json.loads((out / "summary.json").read_text())["distributed"]["on_driver"]
     _same_outputs(tmp_path / "single", out)
     assert np.flatnonzero(~single.kept).size
+
+
+@pytest.mark.parametrize("annotate", [False, True])
+def test_invalid_plain_text_lines_are_skipped_as_on_one_machine(tmp_path, annotate):
+    lines = [r["text"].encode() for r in RECORDS[:400]]
+    for at in (0, 150, 151, 399):
+        lines.insert(at, b"caf\xff " + lines[at])  # not UTF-8
+    (tmp_path / "all.txt").write_bytes(b"\n".join(lines) + b"\n")
+    (tmp_path / "parts").mkdir()
+    for name, (lo, hi) in {"a.txt": (0, 151), "b.txt": (151, len(lines))}.items():
+        (tmp_path / "parts" / name).write_bytes(b"\n".join(lines[lo:hi]) + b"\n")
+    options = {"bits": 64, "max_distance": 6, "skip_invalid": True, "annotate": annotate}
+    single = dedup_file(tmp_path / "all.txt", tmp_path / "single", **options)
+    result = dedup(tmp_path / "parts", tmp_path / "spread", driver_input_bytes=1 << 30, **options)
+    _same_outputs(tmp_path / "single", tmp_path / "spread")
+    assert result.summary["results"]["skipped_invalid"] == 4
+    assert single.summary["results"]["removed"] == result.summary["results"]["removed"] > 10
+    where = [e.split(": ")[0] for e in result.summary["skipped"]]
+    folder = tmp_path / "parts"
+    assert where == [
+        f"{folder / 'a.txt'}, line 1",
+        f"{folder / 'a.txt'}, line 151",
+        f"{folder / 'b.txt'}, line 1",
+        f"{folder / 'b.txt'}, line {399 - 151 + 1}",
+    ]
