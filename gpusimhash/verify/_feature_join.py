@@ -411,7 +411,8 @@ def check_index_memory(n_docs: int, n_entries: int, worker_room: int | None = No
     Raises
     ------
     MemoryRefusal
-        The index's estimate over either: the message gives both and says what to do.
+        The index's estimate over either: the message gives the estimate and the memory it
+        exceeds, and says what to do.
 
     Examples
     --------
