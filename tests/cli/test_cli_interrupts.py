@@ -170,8 +170,10 @@ def test_ctrl_c_at_any_moment_exits_130_without_a_traceback(tmp_path):
     for n, moment in enumerate([0.0, 0.01, 0.03, 0.08, 0.15, 0.3, 0.6, 1.0]):
         out = tmp_path / f"out{n}"
         process = subprocess.Popen(
-            # candidates at radius 0: these look-alike documents would otherwise trip the guard rail
-            [sys.executable, "-c", STARTED, "dedup", str(source), "--out", str(out)]
+            # candidates at radius 0: these look-alike documents would otherwise trip the guard
+            # rail; a crash prints every thread's stack (faulthandler), for the message below
+            [sys.executable, "-X", "faulthandler", "-c", STARTED, "dedup", str(source)]
+            + ["--out", str(out)]
             + ["--bits", "64", "--max-distance", "0"],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
