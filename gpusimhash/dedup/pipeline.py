@@ -60,7 +60,7 @@ from gpusimhash.features import FeatureBatch
 from gpusimhash.fingerprinting import FingerprintSettings, fingerprint_batch, resolve_device
 from gpusimhash.io import consumed
 from gpusimhash.io.lines import LineBatch
-from gpusimhash.io.parquet_schema import annotated_schema, input_schema
+from gpusimhash.io.parquet_schema import output_schema
 from gpusimhash.io.readers import DocumentBatch as Batch
 from gpusimhash.io.records import (
     record_labels,
@@ -344,12 +344,14 @@ def run(
 
 def _kept_schema(source: Source, options: DedupOptions) -> Any:
     """Return the kept (or annotated) file's Arrow schema (Parquet output of Parquet inputs)."""
-    if options.output_format != "parquet":
-        return None
-    schema = input_schema(source.paths, options.reading.format)
-    if schema is not None and options.annotate:
-        schema = annotated_schema(schema, source.id_field, source.name)
-    return schema
+    return output_schema(
+        source.paths,
+        options.reading.format,
+        options.output_format,
+        annotate=options.annotate,
+        id_field=source.id_field,
+        source=source.name,
+    )
 
 
 def _featurized(

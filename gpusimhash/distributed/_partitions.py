@@ -17,7 +17,7 @@ import dataclasses
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -27,6 +27,7 @@ from gpusimhash.distributed._routing import destination, split_by
 from gpusimhash.evaluation import removal_counts
 from gpusimhash.features import FeatureBatch
 from gpusimhash.fingerprinting import FingerprintSettings, fingerprint_batch, resolve_device
+from gpusimhash.io.parquet_schema import take_rows
 from gpusimhash.io.readers import (
     DocumentBatch,
     FileState,
@@ -48,6 +49,7 @@ __all__ = [
     "Part",
     "PartFile",
     "ReadOptions",
+    "WrittenPart",
     "collapse_pieces",
     "fingerprint_part",
     "label_task",
@@ -349,20 +351,46 @@ class Annotations:
     ) -> list[dict[str, Any]]:
         """Return every record of a batch, annotated as on one machine."""
         where = file_rows(source)
+        out = []
+        for k, (row, number, of, similarity) in enumerate(self._of_batch(batch, offset)):
+            record = _record(batch, k, plain, offset)
+            out.append(annotated(record, where, row - offset, number, of, similarity))
+        return out
+
+    def table(self, batch: DocumentBatch, offset: int, id_type: Any) -> Any:
+        """Return a batch's Arrow records with the three columns, as one machine's Parquet.
+
+        ``cluster`` is null outside clusters, ``duplicate_of`` (of ``id_type``, the ids') and
+        ``similarity`` for kept documents and similarities not finite
+        (`gpusimhash.dedup.outputs.Annotation.table`).
+        """
+        import pyarrow as pa
+
+        columns = list(zip(*self._of_batch(batch, offset), strict=True)) or [()] * 4
+        _, numbers, of, similarity = columns
+        table = batch.table.append_column(
+            "cluster", pa.array([n if n >= 0 else None for n in numbers], pa.int64())
+        )
+        table = table.append_column("duplicate_of", pa.array(list(of), id_type))
+        finite = [v if v is not None and np.isfinite(v) else None for v in similarity]
+        return table.append_column("similarity", pa.array(finite, pa.float64()))
+
+    def _of_batch(
+        self, batch: DocumentBatch, offset: int
+    ) -> list[tuple[int, int, Any, float | None]]:
+        """Return ``(global row, cluster number or -1, duplicate_of, similarity)`` per document."""
         rows = batch.rows + offset
         at = np.searchsorted(self.rows, rows)
         hit = at < self.rows.size
         hit[hit] = self.rows[at[hit]] == rows[hit]
         numbers = np.full(rows.size, -1, np.int64)
         numbers[hit] = self.numbers[at[hit]]
-        out = []
-        for k, (row, j, inside, number) in enumerate(
-            zip(rows.tolist(), at.tolist(), hit.tolist(), numbers.tolist(), strict=True)
-        ):
-            of, similarity = (self.duplicate_of[j], self.similarity[j]) if inside else (None, None)
-            record = _record(batch, k, plain, offset)
-            out.append(annotated(record, where, row - offset, number, of, similarity))
-        return out
+        return [
+            (row, number, *((self.duplicate_of[j], self.similarity[j]) if inside else (None, None)))
+            for row, j, inside, number in zip(
+                rows.tolist(), at.tolist(), hit.tolist(), numbers.tolist(), strict=True
+            )
+        ]
 
 
 @dataclass(frozen=True)
@@ -387,6 +415,35 @@ class Extras:
     truth_tasks: int = 1
 
 
+class WrittenPart(NamedTuple):
+    """What `write_part` wrote and collected.
+
+    Attributes
+    ----------
+    records : int
+        Records written.
+    ids : list
+        The ids of the wanted rows, in order. Without an id field, a document's id is its
+        global row (and a plain-text record's ``"id"`` too), as for one file of every
+        partition in order.
+    texts : dict
+        The text of each row of ``Extras.texts_of``.
+    truth : list of (labels, documents, kept)
+        With a truth field, for each of ``Extras.truth_tasks`` tasks: its labels, each one's
+        documents and kept documents (int64).
+    schema : pyarrow.Schema or None
+        A Parquet part's schema, None where no record was written to it (and for JSONL and
+        CSV): the parts are brought to one schema afterwards
+        (`gpusimhash.io.parquet_parts.unified_schema`).
+    """
+
+    records: int
+    ids: list[Any]
+    texts: dict[int, str]
+    truth: list[tuple[list[Any], np.ndarray, np.ndarray]]
+    schema: Any
+
+
 def write_part(
     part: PartFile,
     read: ReadOptions,
@@ -396,7 +453,9 @@ def write_part(
     out_path: Path,
     output_format: str,
     extras: Extras | None = None,
-) -> tuple[int, list[Any], dict[int, str], list[tuple[list[Any], np.ndarray, np.ndarray]]]:
+    *,
+    schema: Any = None,
+) -> WrittenPart:
     """Write the kept records of a partition to one output part; return ids of some rows.
 
     Parameters
@@ -417,20 +476,14 @@ def write_part(
         Its format.
     extras : Extras, optional
         Annotate every record instead, collect texts, count ground-truth labels.
+    schema : pyarrow.Schema, optional
+        Parquet output of Parquet inputs: the part's schema, the inputs' (annotated), the
+        records written from the batches' Arrow data as one machine writes them
+        (`gpusimhash.io.parquet_schema.output_schema`); None: inferred from the records.
 
     Returns
     -------
-    written : int
-        Records written.
-    ids : list
-        The ids of the `wanted` rows, in order. Without an id field, a document's id is its
-        global row (and a plain-text record's ``"id"`` too), as for one file of every
-        partition in order.
-    texts : dict
-        The text of each row of ``extras.texts_of``.
-    truth : list of (labels, documents, kept)
-        With a truth field, for each of ``extras.truth_tasks`` tasks: its labels, each one's
-        documents and kept documents (int64).
+    WrittenPart
 
     Raises
     ------
@@ -469,7 +522,7 @@ def write_part(
         else read.batches(part.path, records=True)
     )
     header: list[str] = []  # a CSV part's header where it keeps no record: the first record's
-    with RecordWriter(out_path, output_format) as writer:
+    with RecordWriter(out_path, output_format, schema=schema) as writer:
         for batch in batches:
             rows = batch.rows
             rows_read += len(batch)
@@ -479,6 +532,11 @@ def write_part(
                 break
             if isinstance(batch, JsonLineBatch):
                 writer.write_lines([batch.lines[k] for k in np.flatnonzero(keep[rows]).tolist()])
+            elif schema is not None and extras.annotations is None:
+                writer.write_table(take_rows(batch.table, np.flatnonzero(keep[rows])))
+            elif schema is not None and extras.annotations is not None:
+                id_type = schema.field("duplicate_of").type
+                writer.write_table(extras.annotations.table(batch, offset, id_type))
             elif extras.annotations is None:
                 writer.write(
                     [_record(batch, int(k), plain, offset) for k in np.flatnonzero(keep[rows])]
@@ -491,7 +549,7 @@ def write_part(
             if extras.truth_field is not None:
                 documents = batch.parsed() if isinstance(batch, JsonLineBatch) else batch
                 labels.append(_truth_labels(documents, extras.truth_field, table, source))
-        count = writer.count
+        count, written_schema = writer.count, writer.parquet_schema
         if header and not count:  # a part that tools reading the folder's parts can read
             writer.write_header(header)
         if rows_read != part.n_docs:  # checked before the part is written: no part of it
@@ -504,7 +562,7 @@ def write_part(
     if extras.truth_field is not None:
         label = np.concatenate([np.zeros(0, np.int64), *labels])
         truth = _split_labels(list(table), label, keep, extras.truth_tasks)
-    return int(count), ids, texts, truth
+    return WrittenPart(int(count), ids, texts, truth, written_schema)
 
 
 def read_ids(part: PartFile, read: ReadOptions, offset: int, rows: np.ndarray) -> list[Any]:

@@ -77,8 +77,9 @@ from gpusimhash.distributed._write_stage import WriteStage
 from gpusimhash.fingerprinting import FingerprintSettings, resolve_device
 from gpusimhash.io._output_folder import replacing_folder
 from gpusimhash.io.inputs import STDIN, input_files
+from gpusimhash.io.parquet_schema import output_schema
 from gpusimhash.io.skipped import Skipped
-from gpusimhash.io.sources import has_id_field
+from gpusimhash.io.sources import Source, has_id_field
 from gpusimhash.io.writers import write_json
 from gpusimhash.text import TextFeaturizer
 
@@ -220,6 +221,15 @@ def dedup(
     dedup_options = DedupOptions(**options)
     if dedup_options.id_field is None and has_id_field(paths, dedup_options.reading):
         dedup_options = dataclasses.replace(dedup_options, id_field="id")
+    source = Source(tuple(paths), dedup_options.reading, dedup_options.id_field)
+    kept_schema = output_schema(  # before any work: Parquet inputs of different schemas
+        source.paths,
+        dedup_options.reading.format,
+        dedup_options.output_format,
+        annotate=dedup_options.annotate,
+        id_field=source.id_field,
+        source=source.name,
+    )
     on_driver = runs_on_driver(paths, driver_input_bytes)
     if not on_driver or client is not None:
         client = _client(client)
@@ -233,6 +243,7 @@ def dedup(
             "out_dir": stage,
             "settings": settings,
             "options": dedup_options,
+            "kept_schema": kept_schema,
             "cluster_workers": 0 if client is None else _worker_count(client),
         }
         if on_driver:  # every task a call, here

@@ -14,6 +14,7 @@ import gc
 import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -24,7 +25,8 @@ from gpusimhash.dedup.outputs import DUPLICATES_CHUNK
 from gpusimhash.distributed import _partitions as partitions
 from gpusimhash.distributed._run import RunState, piece
 from gpusimhash.evaluation import removal_figures
-from gpusimhash.io.writers import RecordWriter
+from gpusimhash.io.parquet_parts import unified_schema
+from gpusimhash.io.writers import RecordWriter, rewrite_parquet
 
 __all__ = ["WriteStage"]
 
@@ -79,6 +81,7 @@ class WriteStage(RunState):
                     truth_field=options.truth_field,
                     truth_tasks=truth_tasks,
                 ),
+                schema=self.kept_schema,
                 key=self.key("write", d),
             )
             for d, file in enumerate(self.files)
@@ -89,12 +92,14 @@ class WriteStage(RunState):
             code_of = self._stacked(taken)
         else:
             done = client.gather(finished)
+        if fmt == "parquet" and self.kept_schema is None:
+            self._unify_parts(folder, fmt, [schema for _, _, _, schema in done])
         report = _report_columns(clustered, clusters, code_of)
         self.ground_truth = (
             None if options.truth_field is None else self._ground_truth(written, truth_tasks)
         )
-        kept_count = sum(count for count, _, _ in done)
-        ids = [i for _, part_ids, _ in done for i in part_ids]
+        kept_count = sum(count for count, _, _, _ in done)
+        ids = [i for _, part_ids, _, _ in done for i in part_ids]
         path = self.out_dir / f"duplicates.{fmt}"
         with RecordWriter(path, fmt) as writer:
             for records in report.chunks(ids):
@@ -110,7 +115,7 @@ class WriteStage(RunState):
             "summary.json": "this summary, as JSON",
         }
         if sample is not None:
-            texts = {row: text for _, _, part_texts in done for row, text in part_texts.items()}
+            texts = {row: text for _, _, part_texts, _ in done for row, text in part_texts.items()}
             shown = np.unique([r for e in sample["examples"] for r in (e["kept"], *e["members"])])
             at = np.searchsorted(clustered.rows, shown).tolist()
             example_ids = dict(zip(clustered.rows[at].tolist(), [ids[k] for k in at], strict=True))
@@ -120,6 +125,29 @@ class WriteStage(RunState):
             self.report_data["cluster_sizes"] = np.array([c.size for c in clusters], np.int64)
             files["report.md"] = "the report, with plots (PNG)"
         return files
+
+    def _unify_parts(self, folder: Path, fmt: str, schemas: list[Any]) -> None:
+        """Rewrite the Parquet parts whose inferred schema is not all parts' (on the workers).
+
+        Each part inferred its columns from its own records (`gpusimhash.io.parquet_parts`);
+        those that differ from the schema of all of them (a part without records, a column
+        of nulls, a field some parts lack) are rewritten under it.
+
+        Raises
+        ------
+        ValueError
+            A column of other types in two parts, naming both (as one file refuses it).
+        """
+        paths = [folder / f"part-{d:05d}.{fmt}" for d in range(len(schemas))]
+        schema = unified_schema([(str(p), s) for p, s in zip(paths, schemas, strict=True)])
+        client = self.client
+        client.gather(
+            [
+                client.submit(rewrite_parquet, path, schema, key=self.key("conform", d))
+                for d, (path, written) in enumerate(zip(paths, schemas, strict=True))
+                if written is None or not written.equals(schema)
+            ]
+        )
 
     def _codes(self, taken: list[Any]) -> np.ndarray:
         """Gather codes taken from partitions, in order."""
@@ -246,9 +274,9 @@ class WriteStage(RunState):
         report_module.write_report(self.out_dir, summary, **self.report_data)
 
 
-def _written(written: tuple[Any, ...]) -> tuple[Any, ...]:
-    """Return a write task's records written, ids and texts: not its label counts (a task)."""
-    return written[:3]
+def _written(written: partitions.WrittenPart) -> tuple[Any, ...]:
+    """Return a write task's records written, ids, texts and schema: not its label counts (a task)."""
+    return written.records, written.ids, written.texts, written.schema
 
 
 @dataclass

@@ -132,6 +132,14 @@ class RecordWriter:
             return gzip.open(self._temp, "rt", encoding="utf-8", newline="")
         return open(self._temp, encoding="utf-8", newline="")
 
+    @property
+    def parquet_schema(self) -> Any:
+        """The Arrow schema of the Parquet file so far: None before a first batch (or not Parquet).
+
+        A writer made with a schema has it from the start.
+        """
+        return None if self._parquet is None else self._parquet.schema
+
     def write(self, records: list[dict[str, Any]]) -> None:
         """Append records.
 
@@ -369,7 +377,7 @@ class RecordWriter:
         for name in names:
             values = [record.get(name) for record in records]
             known = schema.field(name).type if name in schema.names else pa.null()
-            try:  # a column that held only nulls so far takes the type of its first values
+            try:  # the values' own type, merged with the column's so far (`merged_type`)
                 columns[name] = _column(values, known)
             except (pa.ArrowException, TypeError, ValueError, OverflowError) as error:
                 raise ValueError(
@@ -388,32 +396,15 @@ class RecordWriter:
 
         A field first seen after the first batch adds a column (null in the earlier rows), as a
         column of nulls takes the type of its first values: the written rows are copied, one row
-        group at a time, into a new temporary file.
+        group at a time, into a new temporary file (`_copy_under`).
         """
-        import pyarrow as pa
-
         self._parquet.close()
         self._raw.close()
         handle, temporary = temporary_beside(self.path)
         try:
             raw: IO[bytes] = os.fdopen(handle, "wb")
             writer = self._pq.ParquetWriter(raw, schema)
-            with self._pq.ParquetFile(self._temp) as written:
-                for group in range(written.num_row_groups):
-                    old = written.read_row_group(group)
-                    try:
-                        arrays = [
-                            old.column(f.name).cast(f.type)
-                            if f.name in old.column_names
-                            else pa.nulls(old.num_rows, f.type)
-                            for f in schema
-                        ]
-                    except pa.ArrowInvalid as error:  # int64 values below 0 where uint64 grew
-                        raise ValueError(
-                            f"{self.path}: records do not fit the Parquet columns ({error}); "
-                            "write JSONL instead"
-                        ) from None
-                    writer.write_table(pa.Table.from_arrays(arrays, schema=schema))
+            _copy_under(self._pq, self._temp, writer, schema, self.path)
         except BaseException:
             temporary.unlink(missing_ok=True)
             raise
@@ -462,6 +453,82 @@ class RecordWriter:
             self.abort()
 
 
+def rewrite_parquet(path: str | Path, schema: Any) -> None:
+    """Rewrite a Parquet file under a schema with more or typed columns, atomically.
+
+    What `RecordWriter` does to its own file when a later batch widens its columns, done to a
+    finished file: each column cast to its new type (a column of nulls typed, int64 made
+    uint64), a column the file lacks added as nulls, in the schema's order, one row group at a
+    time. The file is replaced only once the whole of it is written.
+
+    Parameters
+    ----------
+    path : str or Path
+        The file, rewritten in place.
+    schema : pyarrow.Schema
+        Its new schema: every column of the file, of a type its values cast to.
+
+    Raises
+    ------
+    ValueError
+        A column the schema lacks, or values that do not cast (names the file and the error).
+
+    Examples
+    --------
+    >>> import tempfile, os, pyarrow as pa, pyarrow.parquet as pq
+    >>> path = os.path.join(tempfile.mkdtemp(), "part.parquet")
+    >>> pq.write_table(pa.table({"a": pa.nulls(2)}), path)
+    >>> rewrite_parquet(path, pa.schema([("a", pa.string()), ("b", pa.int64())]))
+    >>> pq.read_table(path).to_pylist()
+    [{'a': None, 'b': None}, {'a': None, 'b': None}]
+    """
+    path = Path(path)
+    pq = require_pyarrow()
+    missing = sorted(set(pq.read_schema(path).names) - set(schema.names))
+    if missing:
+        raise ValueError(f"{path}: column {missing[0]!r} is not in the schema to write it with")
+    handle, temporary = temporary_beside(path)
+    try:
+        with os.fdopen(handle, "wb") as raw:
+            writer = pq.ParquetWriter(raw, schema)
+            try:
+                _copy_under(pq, path, writer, schema, path)
+            finally:
+                writer.close()
+        commit(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def _copy_under(pq: Any, source: Path, writer: Any, schema: Any, name: Path) -> None:
+    """Copy a Parquet file's row groups into ``writer``, columns cast to ``schema``'s.
+
+    Columns the file lacks are nulls. ``name`` is the file the messages name.
+
+    Raises
+    ------
+    ValueError
+        Values that do not cast (int64 values below 0 where the column became uint64).
+    """
+    import pyarrow as pa
+
+    with pq.ParquetFile(source) as written:
+        for group in range(written.num_row_groups):
+            old = written.read_row_group(group)
+            try:
+                arrays = [
+                    old.column(f.name).cast(f.type)
+                    if f.name in old.column_names
+                    else pa.nulls(old.num_rows, f.type)
+                    for f in schema
+                ]
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
+                raise ValueError(
+                    f"{name}: records do not fit the Parquet columns ({error}); write JSONL instead"
+                ) from None
+            writer.write_table(pa.Table.from_arrays(arrays, schema=schema))
+
+
 def _csv_cell(value: Any) -> str:
     """Return a CSV cell: a string as it is, null as empty, anything else as JSON."""
     if isinstance(value, str):
@@ -470,19 +537,84 @@ def _csv_cell(value: Any) -> str:
 
 
 def _column(values: list[Any], known: Any) -> Any:
-    """Return the Arrow array of one column's values: of type ``known``, or inferred if null.
+    """Return the Arrow array of one column's values, of their type merged with ``known``'s.
 
-    Integers past int64 (ids of unsigned 64-bit integers), alone or in lists and structs, make
-    the column's int64 uint64; past uint64, or with values below 0 beside them, OverflowError
-    (or an ArrowException).
+    The values' type is inferred from them alone, then merged with the type the column has so
+    far (`merged_type`), so no value is converted to a narrower type: a double after ints
+    makes the column double, a struct key first seen adds a field. Integers past int64 (ids of
+    unsigned 64-bit integers), alone or in lists and structs, make the column's int64 uint64;
+    past uint64, OverflowError.
+
+    Raises
+    ------
+    ValueError
+        Values of a type that does not merge with the column's (strings after ints).
     """
     import pyarrow as pa
 
     try:
-        return pa.array(values, type=None if known == pa.null() else known)
+        array = pa.array(values)
     except OverflowError:
-        shape = pa.array([_zeroed(v) for v in values]).type if known == pa.null() else known
-        return pa.array(values, type=_unsigned(shape))
+        shape = pa.array([_zeroed(v) for v in values]).type
+        array = pa.array(values, type=_unsigned(shape))
+    merged = merged_type(known, array.type)
+    if merged is None:
+        raise ValueError(f"{array.type} values in a column of {known}")
+    return array if merged == array.type else array.cast(merged)
+
+
+def merged_type(earlier: Any, later: Any) -> Any:
+    """Return the type of a column of values of type ``earlier``, then of type ``later``.
+
+    How a Parquet file of records widens a column: nulls take the other type; int64 and
+    uint64 are uint64 (integers past int64); ints and doubles are doubles; lists merge their
+    items, structs their fields by name (the earlier ones first, the later ones' new fields
+    after them).
+
+    Parameters
+    ----------
+    earlier, later : pyarrow.DataType
+        The column's types.
+
+    Returns
+    -------
+    pyarrow.DataType or None
+        None where the types do not merge (ints and strings, say).
+
+    Examples
+    --------
+    >>> import pyarrow as pa
+    >>> merged_type(pa.int64(), pa.float64()), merged_type(pa.null(), pa.string())
+    (DataType(double), DataType(string))
+    >>> merged_type(pa.struct([("a", pa.int64())]), pa.struct([("b", pa.string())]))
+    StructType(struct<a: int64, b: string>)
+    >>> merged_type(pa.int64(), pa.string()) is None
+    True
+    """
+    import pyarrow as pa
+
+    if earlier == later or later == pa.null():
+        return earlier
+    if earlier == pa.null():
+        return later
+    numbers = {earlier, later}
+    if numbers == {pa.int64(), pa.uint64()}:
+        return pa.uint64()
+    if numbers <= {pa.int64(), pa.uint64(), pa.float64()}:
+        return pa.float64()
+    for is_list, make in ((pa.types.is_list, pa.list_), (pa.types.is_large_list, pa.large_list)):
+        if is_list(earlier) and is_list(later):
+            item = merged_type(earlier.value_type, later.value_type)
+            return None if item is None else make(item)
+    if pa.types.is_struct(earlier) and pa.types.is_struct(later):
+        fields = {f.name: f.type for f in earlier}
+        for field in later:
+            merged = merged_type(fields.get(field.name, pa.null()), field.type)
+            if merged is None:
+                return None
+            fields[field.name] = merged
+        return pa.struct(list(fields.items()))
+    return None
 
 
 def _zeroed(value: Any) -> Any:

@@ -41,6 +41,32 @@ def test_parquet_keeps_fields_first_seen_in_a_later_batch(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["kept.parquet"]
 
 
+def test_parquet_keeps_doubles_that_follow_ints_in_a_column(tmp_path):
+    # the column becomes double: no 0.75 written as 0
+    path = tmp_path / "kept.parquet"
+    with RecordWriter(path) as writer:
+        writer.write([{"score": 1, "scores": [1]}])
+        writer.write([{"score": 0.75, "scores": [2, 0.5]}])
+    table = pq.read_table(path)
+    assert [str(t) for t in table.schema.types] == ["double", "list<element: double>"]
+    assert table.to_pylist() == [
+        {"score": 1.0, "scores": [1.0]},
+        {"score": 0.75, "scores": [2.0, 0.5]},
+    ]
+
+
+def test_parquet_keeps_struct_keys_first_seen_in_a_later_batch(tmp_path):
+    path = tmp_path / "kept.parquet"
+    with RecordWriter(path) as writer:
+        writer.write([{"meta": {"lang": "en"}}])
+        writer.write([{"meta": {"lang": "de", "source": "x", "n": 1}}, {"meta": None}])
+    assert pq.read_table(path).to_pylist() == [
+        {"meta": {"lang": "en", "source": None, "n": None}},
+        {"meta": {"lang": "de", "source": "x", "n": 1}},
+        {"meta": None},
+    ]
+
+
 def test_parquet_refuses_a_field_it_cannot_store(tmp_path):
     path = tmp_path / "kept.parquet"
     writer = RecordWriter(path)
