@@ -22,7 +22,8 @@ codes (`IndexedDocuments.shared_codes`), and the clustering keeps each once
 The index holds every featured document's features on each worker (up to
 `gpusimhash.verify._feature_join.INDEX_BYTES_PER_ENTRY` bytes per feature entry, index
 included), the limit of this join's size: an index task refuses one larger than its worker's
-memory limit less what the worker holds (`worker_room`), before building any of it.
+memory limit less what the worker holds (`worker_room`), before building any of it, and a
+share refuses more passing pairs than that room holds, as it finds them.
 """
 
 from __future__ import annotations
@@ -219,7 +220,8 @@ def probe_share(
         This share, of how many: it probes blocks ``share, share + shares, ...``.
     max_pairs : int, optional
         Refuse more passing pairs of documents than this (the whole join's budget), and an
-        index whose probes would read more postings than it allows.
+        index whose probes would read more postings than it allows; and, on a Dask worker,
+        more pairs than its memory limit leaves room for (`worker_room`).
 
     Returns
     -------
@@ -231,7 +233,9 @@ def probe_share(
     """
     check_reads(indexed.index, max_pairs)
     blocks = np.arange(share, indexed.n_blocks, shares)
-    found = probe_blocks(indexed.index, blocks, indexed.n_blocks, max_pairs=max_pairs)
+    found = probe_blocks(
+        indexed.index, blocks, indexed.n_blocks, max_pairs=max_pairs, worker_room=worker_room()
+    )
     a, b = indexed.code_rows[found.pairs[:, 0]], indexed.code_rows[found.pairs[:, 1]]
     differ = a != b
     pairs = np.stack([np.minimum(a, b)[differ], np.maximum(a, b)[differ]], axis=1)

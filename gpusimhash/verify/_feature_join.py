@@ -295,7 +295,12 @@ def _index_by_size(
 
 
 def probe_blocks(
-    index: FeatureIndex, blocks: np.ndarray, n_blocks: int, *, max_pairs: int | None = None
+    index: FeatureIndex,
+    blocks: np.ndarray,
+    n_blocks: int,
+    *,
+    max_pairs: int | None = None,
+    worker_room: int | None = None,
 ) -> FeatureJoin:
     """Find the passing pairs whose later document (in size-key order) is in some blocks.
 
@@ -314,6 +319,8 @@ def probe_blocks(
         Blocks in all.
     max_pairs : int, optional
         Refuse, as soon as they are found, more passing pairs than this.
+    worker_room : int, optional
+        The bytes a Dask worker probing it may still take (`check_pairs`).
 
     Returns
     -------
@@ -325,7 +332,7 @@ def probe_blocks(
     ValueError
         Blocks outside ``[0, n_blocks)``, or more than ``max_pairs`` pairs.
     MemoryError
-        Pairs found that the memory available cannot hold.
+        Pairs found that the memory available, or ``worker_room``, cannot hold.
 
     Examples
     --------
@@ -338,14 +345,18 @@ def probe_blocks(
     blocks = np.asarray(blocks, dtype=np.int64)
     if blocks.size and not (blocks.min() >= 0 and blocks.max() < n_blocks):
         raise ValueError(f"blocks must lie in [0, {n_blocks}), got {blocks.tolist()}")
-    found = _probe_by_size(index, blocks, n_blocks, max_pairs)
+    found = _probe_by_size(index, blocks, n_blocks, max_pairs, worker_room)
     pairs = index.order[found.pairs]
     pairs.sort(axis=1)
     return FeatureJoin(pairs, found.similarity, found.candidates, found.indexed)
 
 
 def _probe_by_size(
-    index: FeatureIndex, blocks: np.ndarray, n_blocks: int, max_pairs: int | None
+    index: FeatureIndex,
+    blocks: np.ndarray,
+    n_blocks: int,
+    max_pairs: int | None,
+    worker_room: int | None,
 ) -> FeatureJoin:
     """`probe_blocks` in positions of the size-key order."""
     # each probe moves its documents' cursors on as the windows go: a copy of its own
@@ -386,7 +397,8 @@ def _probe_by_size(
             later.append(right[kept])
             similarity.append(values[kept])
             candidates += int(compared.sum())
-            check_pairs(sum(part.size for part in similarity), max_pairs, _NAMES[code], value)
+            found = sum(part.size for part in similarity)
+            check_pairs(found, max_pairs, _NAMES[code], value, worker_room)
     if not earlier:
         return FeatureJoin(np.zeros((0, 2), np.int64), np.zeros(0), 0, index.indexed)
     pairs = np.stack([np.concatenate(earlier), np.concatenate(later)], axis=1)
@@ -442,7 +454,13 @@ def check_index_memory(n_docs: int, n_entries: int, worker_room: int | None = No
         raise MemoryRefusal(f"{refusal}: {advice}") from None
 
 
-def check_pairs(found: int, max_pairs: int | None, measure: str, value: float) -> None:
+def check_pairs(
+    found: int,
+    max_pairs: int | None,
+    measure: str,
+    value: float,
+    worker_room: int | None = None,
+) -> None:
     """Refuse pairs over ``max_pairs``, or more than memory can hold, as the join goes.
 
     Parameters
@@ -453,13 +471,24 @@ def check_pairs(found: int, max_pairs: int | None, measure: str, value: float) -
         The budget.
     measure : {"cosine", "jaccard"}
         The threshold's measure, and ``value`` its value (for the message).
+    worker_room : int, optional
+        The bytes a Dask worker finding them had left of its memory limit when it began
+        (`gpusimhash.distributed._features.worker_room`), checked before the machine's.
 
     Raises
     ------
     ValueError
         More pairs than ``max_pairs``.
     MemoryError
-        More than the memory available can hold (20 bytes each).
+        More than the memory available, or ``worker_room``, can hold (20 bytes each).
+
+    Examples
+    --------
+    >>> check_pairs(1_000, None, "cosine", 0.8, worker_room=20_000)
+    >>> check_pairs(1_001, None, "cosine", 0.8, worker_room=20_000)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    gpusimhash._memory.MemoryRefusal: 1,001 document pairs (and counting) at cosine 0.8 ...
     """
     where = f"{found:,} document pairs (and counting) at {measure} {value:g} or above"
     if max_pairs is not None and found > max_pairs:
@@ -467,7 +496,14 @@ def check_pairs(found: int, max_pairs: int | None, measure: str, value: float) -
             f"{where}, over the budget of {max_pairs:,}: raise the threshold or pass --force "
             "(force=True)"
         )
-    check_memory(20 * found, f"{where} need")
+    need = 20 * found
+    if worker_room is not None and need > worker_room:
+        raise MemoryRefusal(
+            f"{where} need {need / 1e6:,.0f} MB, more than the {worker_room / 1e6:,.0f} MB "
+            "this Dask worker had left of its memory limit: raise the threshold, or give the "
+            "workers more memory"
+        )
+    check_memory(need, f"{where} need")
 
 
 def check_reads(index: FeatureIndex, max_pairs: int | None) -> None:

@@ -129,6 +129,19 @@ def test_an_index_over_a_workers_memory_is_refused_before_it_is_built(monkeypatc
     assert features.index_documents(parts, limit, 4).index.n_docs == documents
 
 
+def test_a_shares_pairs_over_a_workers_memory_are_refused_as_they_are_found(monkeypatch):
+    limit, parts = plan_threshold(64), _parts([0, 300, 600])
+    indexed = features.index_documents(parts, limit, 4)
+    _, passing = features.probe_share(indexed, 0, 2, None)  # outside a worker: no limit
+    assert passing > 0
+    monkeypatch.setattr(features, "worker_room", lambda: 20 * passing - 1)
+    what = rf"{passing:,} document pairs .* this Dask worker had left of its memory limit"
+    with pytest.raises(MemoryRefusal, match=what):
+        features.probe_share(indexed, 0, 2, None)
+    monkeypatch.setattr(features, "worker_room", lambda: 20 * passing)
+    assert features.probe_share(indexed, 0, 2, None)[1] == passing
+
+
 @pytest.mark.slow
 def test_a_workers_room_is_its_memory_limit_less_what_it_holds():
     distributed = pytest.importorskip("distributed")
