@@ -435,6 +435,9 @@ class WrittenPart(NamedTuple):
         A Parquet part's schema, None where no record was written to it (and for JSONL and
         CSV): the parts are brought to one schema afterwards
         (`gpusimhash.io.parquet_parts.unified_schema`).
+    header : list of str or None
+        A CSV part's columns, None where it has none (and for JSONL and Parquet): the parts
+        are brought to one header afterwards, as the schemas.
     """
 
     records: int
@@ -442,6 +445,7 @@ class WrittenPart(NamedTuple):
     texts: dict[int, str]
     truth: list[tuple[list[Any], np.ndarray, np.ndarray]]
     schema: Any
+    header: list[str] | None
 
 
 def write_part(
@@ -549,9 +553,10 @@ def write_part(
             if extras.truth_field is not None:
                 documents = batch.parsed() if isinstance(batch, JsonLineBatch) else batch
                 labels.append(_truth_labels(documents, extras.truth_field, table, source))
-        count, written_schema = writer.count, writer.parquet_schema
+        count = writer.count
         if header and not count:  # a part that tools reading the folder's parts can read
             writer.write_header(header)
+        written_schema, written_header = writer.parquet_schema, writer.csv_header
         if rows_read != part.n_docs:  # checked before the part is written: no part of it
             raise InputError(
                 f"{part.path}: changed while it was read ({part.n_docs} documents, then "
@@ -562,7 +567,7 @@ def write_part(
     if extras.truth_field is not None:
         label = np.concatenate([np.zeros(0, np.int64), *labels])
         truth = _split_labels(list(table), label, keep, extras.truth_tasks)
-    return WrittenPart(int(count), ids, texts, truth, written_schema)
+    return WrittenPart(int(count), ids, texts, truth, written_schema, written_header)
 
 
 def read_ids(part: PartFile, read: ReadOptions, offset: int, rows: np.ndarray) -> list[Any]:

@@ -26,7 +26,7 @@ from gpusimhash.distributed import _partitions as partitions
 from gpusimhash.distributed._run import RunState, piece
 from gpusimhash.evaluation import removal_figures
 from gpusimhash.io.parquet_parts import unified_schema
-from gpusimhash.io.writers import RecordWriter, rewrite_parquet
+from gpusimhash.io.writers import RecordWriter, rewrite_csv, rewrite_parquet
 
 __all__ = ["WriteStage"]
 
@@ -93,13 +93,15 @@ class WriteStage(RunState):
         else:
             done = client.gather(finished)
         if fmt == "parquet" and self.kept_schema is None:
-            self._unify_parts(folder, fmt, [schema for _, _, _, schema in done])
+            self._unify_parts(folder, fmt, [columns for *_, columns in done])
+        elif fmt == "csv":
+            self._unify_headers(folder, fmt, [(count, columns) for count, *_, columns in done])
         report = _report_columns(clustered, clusters, code_of)
         self.ground_truth = (
             None if options.truth_field is None else self._ground_truth(written, truth_tasks)
         )
-        kept_count = sum(count for count, _, _, _ in done)
-        ids = [i for _, part_ids, _, _ in done for i in part_ids]
+        kept_count = sum(count for count, *_ in done)
+        ids = [i for _, part_ids, *_ in done for i in part_ids]
         path = self.out_dir / f"duplicates.{fmt}"
         with RecordWriter(path, fmt) as writer:
             for records in report.chunks(ids):
@@ -146,6 +148,36 @@ class WriteStage(RunState):
                 client.submit(rewrite_parquet, path, schema, key=self.key("conform", d))
                 for d, (path, written) in enumerate(zip(paths, schemas, strict=True))
                 if written is None or not written.equals(schema)
+            ]
+        )
+
+    def _unify_headers(
+        self, folder: Path, fmt: str, written: list[tuple[int, list[str] | None]]
+    ) -> None:
+        """Rewrite the CSV parts whose header is not all parts' (on the workers).
+
+        ``written`` holds each part's records and header. A part's header holds its records'
+        fields in the order first met (a part of no records, its first input record's); the
+        header of one file of all the records holds every part's, in the order first met over
+        the parts. The parts that differ (a field some parts lack) are rewritten under it, and a
+        part of no records is its header alone, so the parts, their headers but the first left
+        out, are that file.
+        """
+        headers = [header for count, header in written if count]
+        names = list(dict.fromkeys(name for header in headers for name in header or ()))
+        if not names:  # no record anywhere
+            return
+        client = self.client
+        client.gather(
+            [
+                client.submit(
+                    rewrite_csv if count else _csv_header,
+                    folder / f"part-{d:05d}.{fmt}",
+                    names,
+                    key=self.key("conform", d),
+                )
+                for d, (count, header) in enumerate(written)
+                if header != names
             ]
         )
 
@@ -274,9 +306,20 @@ class WriteStage(RunState):
         report_module.write_report(self.out_dir, summary, **self.report_data)
 
 
+def _csv_header(path: Path, names: list[str]) -> None:
+    """Write a CSV part of no records: the header alone (a task)."""
+    with RecordWriter(path, "csv") as writer:
+        writer.write_header(names)
+
+
 def _written(written: partitions.WrittenPart) -> tuple[Any, ...]:
-    """Return a write task's records written, ids, texts and schema: not its label counts (a task)."""
-    return written.records, written.ids, written.texts, written.schema
+    """Return what a write task wrote and collected, but its label counts (a task).
+
+    Records written, ids and texts, and the part's columns: its Parquet schema, or its CSV
+    header.
+    """
+    columns = written.header if written.schema is None else written.schema
+    return written.records, written.ids, written.texts, columns
 
 
 @dataclass

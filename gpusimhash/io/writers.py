@@ -133,6 +133,11 @@ class RecordWriter:
         return open(self._temp, encoding="utf-8", newline="")
 
     @property
+    def csv_header(self) -> list[str] | None:
+        """The CSV file's columns so far: None before a first record or header (or not CSV)."""
+        return None if self._columns is None else list(self._columns)
+
+    @property
     def parquet_schema(self) -> Any:
         """The Arrow schema of the Parquet file so far: None before a first batch (or not Parquet).
 
@@ -498,6 +503,52 @@ def rewrite_parquet(path: str | Path, schema: Any) -> None:
         commit(temporary, path)
     finally:
         temporary.unlink(missing_ok=True)
+
+
+def rewrite_csv(path: str | Path, names: list[str]) -> None:
+    r"""Rewrite a CSV file under a header with more columns, or its columns in another order.
+
+    What `RecordWriter` does to its own file when a later batch has new fields, done to a
+    finished file: each row's cells moved to their column's place, empty in a column the file
+    lacks; the cells themselves are kept as they were. The file is replaced only once the
+    whole of it is written; one without a header (no record) gets ``names`` alone.
+
+    Parameters
+    ----------
+    path : str or Path
+        A CSV file (not compressed) with a header row, rewritten in place.
+    names : list of str
+        The new header: every column of the file's.
+
+    Raises
+    ------
+    ValueError
+        A column of the file that ``names`` lacks.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "part.csv")
+    >>> _ = open(path, "w").write("text,b\nred fox,2\n")
+    >>> rewrite_csv(path, ["text", "a", "b"])
+    >>> open(path).read().splitlines()
+    ['text,a,b', 'red fox,,2']
+    """
+    path = Path(path)
+    csv.field_size_limit(min(sys.maxsize, 2**31 - 1))  # a long text is one cell
+    with open(path, encoding="utf-8", newline="") as old:
+        header = next(csv.reader(old), [])
+    missing = [name for name in header if name not in names]
+    if missing:
+        raise ValueError(f"{path}: column {missing[0]!r} is not in the header to write it with")
+    at = [header.index(name) if name in header else -1 for name in names]
+    with atomic_path(path) as name, open(name, "w", encoding="utf-8", newline="") as new:
+        writer = csv.writer(new)
+        writer.writerow(names)
+        with open(path, encoding="utf-8", newline="") as old:
+            rows = csv.reader(old)
+            next(rows, None)
+            writer.writerows([row[k] if k >= 0 else "" for k in at] for row in rows)
 
 
 def _copy_under(pq: Any, source: Path, writer: Any, schema: Any, name: Path) -> None:

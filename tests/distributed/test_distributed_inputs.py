@@ -122,13 +122,16 @@ def test_a_cluster_without_workers_is_refused_after_a_wait(tmp_path, monkeypatch
     assert not (tmp_path / "out").exists()
 
 
-def test_a_csv_part_that_keeps_no_record_has_the_partitions_header(tmp_path):
+def test_a_csv_part_that_keeps_no_record_has_the_header_of_the_kept_records(tmp_path):
+    # one machine's header: no kept record has the url
     folder = tmp_path / "in"
     folder.mkdir()
     _jsonl(folder / "p0.jsonl", [{"id": n, "text": t} for n, t in enumerate(TEXTS)])
     _jsonl(folder / "p1.jsonl", [{"id": 9, "text": TEXTS[1], "url": "u"}])
+    dedup_file(input_files(folder), tmp_path / "one", output_format="csv")
     dedup(folder, tmp_path / "out", output_format="csv")
-    assert (tmp_path / "out" / "kept" / "part-00001.csv").read_bytes() == b"id,text,url\r\n"
+    assert (tmp_path / "one" / "kept.csv").read_bytes().startswith(b"id,text\r\n")
+    assert (tmp_path / "out" / "kept" / "part-00001.csv").read_bytes() == b"id,text\r\n"
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpusimhash.io.readers import read_batches
-from gpusimhash.io.writers import RecordWriter
+from gpusimhash.io.writers import RecordWriter, rewrite_csv
 
 FIELDS = ("id", "text", "url", "a,b", 'q"')
 VALUES = st.one_of(
@@ -70,3 +70,35 @@ def test_records_after_a_header_widen_it(tmp_path):
 def test_a_header_is_for_csv_only(tmp_path):
     with RecordWriter(tmp_path / "o.jsonl") as writer, pytest.raises(ValueError, match="CSV"):
         writer.write_header(["id"])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(RECORDS.filter(lambda r: any(r)), min_size=1, max_size=4))
+def test_parts_rewritten_under_every_parts_header_are_the_one_file(tmp_path_factory, parts):
+    # what the distributed dedup does to its CSV parts (parts of records only)
+    folder = tmp_path_factory.mktemp("parts")
+    with RecordWriter(folder / "one.csv") as writer:
+        for records in parts:
+            writer.write(records)
+    headers = []
+    for k, records in enumerate(parts):
+        with RecordWriter(folder / f"part-{k}.csv") as writer:
+            writer.write(records)
+            headers.append(writer.csv_header)
+    names = list(dict.fromkeys(name for header in headers for name in header))
+    for k in range(len(parts)):
+        rewrite_csv(folder / f"part-{k}.csv", names)
+    header = written(folder / "one.csv").split(b"\r\n", 1)[0] + b"\r\n"
+    rewritten = [written(folder / f"part-{k}.csv") for k in range(len(parts))]
+    assert all(part.startswith(header) for part in rewritten)
+    together = header + b"".join(part[len(header) :] for part in rewritten)
+    assert together == written(folder / "one.csv")
+
+
+def test_a_column_the_header_lacks_is_refused_before_the_file_is_touched(tmp_path):
+    path = tmp_path / "part.csv"
+    path.write_bytes(b"id,text\r\n1,a\r\n")
+    with pytest.raises(ValueError, match=r"part.csv: column 'id' is not in the header"):
+        rewrite_csv(path, ["text"])
+    assert path.read_bytes() == b"id,text\r\n1,a\r\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["part.csv"]

@@ -1,9 +1,11 @@
-"""Parquet parts of the distributed dedup: one machine's columns and types, one schema for all.
+"""Parquet and CSV parts of the distributed dedup: one machine's columns and types in every part.
 
 Parquet inputs are written back with their own schema, as one machine writes them; parts whose
 schema is inferred (JSONL inputs) are brought to the schema of one file of all their records,
-so that a reader of the folder (which takes the first part's schema) gets every column. Each
-run is on the driver and on a cluster of two worker processes.
+so that a reader of the folder (which takes the first part's schema) gets every column. CSV
+parts are brought to the header of one file of all their records: the parts, their headers but
+the first left out, are one machine's file. Each run is on the driver and on a cluster of two
+worker processes.
 """
 
 import datetime
@@ -138,3 +140,27 @@ def test_a_field_of_two_types_in_two_parts_is_refused_as_one_machine_refuses_it(
     ):
         run(folder, tmp_path / "spread", **options)
     assert not (tmp_path / "spread").exists()
+
+
+@pytest.mark.parametrize("annotate", [False, True])
+def test_csv_parts_share_the_header_of_one_file(tmp_path, run, annotate):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    # the first partition keeps nothing (nor does any part keep its field z); the others'
+    # records have fields the others lack
+    _jsonl(folder / "a.jsonl", [{"text": "red fox jumps", "z": 1}])
+    _jsonl(
+        folder / "b.jsonl",
+        [{"b": 'x, "quoted"', "text": "red fox jumps red fox jumps"}],
+    )
+    _jsonl(folder / "c.jsonl", [{"text": "blue sky above", "c": [1, 2], "a": None}])
+    options = {"output_format": "csv", "annotate": annotate, "keep": "longest"}
+    options["min_cosine"] = 0.6
+    dedup_file(input_files(folder), tmp_path / "one", **options)
+    run(folder, tmp_path / "spread", **options)
+    name = "annotated" if annotate else "kept"
+    one = (tmp_path / "one" / f"{name}.csv").read_bytes()
+    parts = [p.read_bytes() for p in sorted((tmp_path / "spread" / name).iterdir())]
+    header = one.split(b"\r\n", 1)[0] + b"\r\n"
+    assert all(part.startswith(header) for part in parts)
+    assert header + b"".join(part[len(header) :] for part in parts) == one
