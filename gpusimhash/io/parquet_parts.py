@@ -6,10 +6,10 @@ that keeps no record has no columns, a column holding only nulls in one part has
 type there, and a field that only some records have is a column only in their parts. Readers
 of the folder (`pyarrow.parquet.read_table`, `pyarrow.dataset`, pandas) take the first part's
 schema, so they drop the other parts' columns or refuse their types. `unified_schema` gives
-the schema a single file of every part's records would have (`gpusimhash.io.writers.
-RecordWriter`): each column where first met, of the type its values have in every part, null
-where a part lacks it; the parts that differ from it are rewritten under it
-(`gpusimhash.io.writers.rewrite_parquet`).
+the schema a single file of every part's records would have
+(`gpusimhash.io.writers.RecordWriter`): each column where first met, of the type its values
+have in every part, null where a part lacks it; the parts that differ from it are rewritten
+under it (`gpusimhash.io.writers.rewrite_parquet`).
 """
 
 from __future__ import annotations
