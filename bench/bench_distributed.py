@@ -42,7 +42,7 @@ whether the kept documents and duplicates report are byte-identical:
     python bench/bench_distributed.py --corpus /work/shared/data/pypi_summaries.txt.gz \
         --sizes 50000 100000 200000 --repeat 3
 
-Writes ``bench/results/distributed_real.json``.
+Writes ``bench/results/distributed_real.json`` (``--result`` names another file there).
 """
 
 from __future__ import annotations
@@ -403,7 +403,7 @@ def compare_on_corpus(args: argparse.Namespace) -> None:
     table = _corpus_table(rows)
     print_table(table, list(table[0]))
     path = write_json(
-        "distributed_real.json",
+        args.result,
         {
             "corpus": str(args.corpus),
             "sizes": sorted(args.sizes),
@@ -550,6 +550,11 @@ def main() -> None:
         "with --corpus, the medians)",
     )
     parser.add_argument("--corpus", type=Path, help="compare with one machine on this corpus")
+    parser.add_argument(
+        "--result",
+        default="distributed_real.json",
+        help="with --corpus, the file under bench/results/ to write",
+    )
     parser.add_argument("--sizes", type=int, nargs="+", default=[50_000, 100_000, 200_000])
     parser.add_argument(
         "--settings", nargs="+", choices=sorted(CORPUS_SETTINGS), default=["defaults", "128r3"]

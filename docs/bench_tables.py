@@ -365,6 +365,27 @@ SHOWN = {
             ),
         ),
     ),
+    "distributed_real_100k.json": Results(
+        "The whole dedup on Dask against one machine: 100,000 real summaries, 7 repeats",
+        (
+            Table(
+                ("table",),
+                caption="medians of 7 interleaved repeats: one machine, then the stages on "
+                "the workers, then the same stages on the driver, at 100,000 documents",
+            ),
+        ),
+    ),
+    "distributed_real_200k.json": Results(
+        "The whole dedup on Dask against one machine: 200,000 real summaries, 7 repeats",
+        (
+            Table(
+                ("table",),
+                caption="medians of 7 interleaved repeats: one machine, then the stages on "
+                "the workers, then the same stages on the driver, at 200,000 documents and the "
+                "defaults",
+            ),
+        ),
+    ),
     "report_cpu.json": Results(
         "What the command's report costs, against the revision before its fixes",
         (Table(("table",), caption="whole processes, best of the rounds"),),
