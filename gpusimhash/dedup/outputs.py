@@ -28,7 +28,7 @@ from gpusimhash.codes import hamming
 from gpusimhash.dedup.results import Clusters, Fingerprints
 from gpusimhash.dedup.row_ids import RowIds
 from gpusimhash.io.lines import LineBatch
-from gpusimhash.io.parquet_schema import take_rows
+from gpusimhash.io.parquet_schema import annotated_schema, input_schema, take_rows
 from gpusimhash.io.readers import DocumentBatch as Batch
 from gpusimhash.io.readers import InputError, JsonLineBatch
 from gpusimhash.io.records import annotated
@@ -38,6 +38,39 @@ from gpusimhash.io.writers import RecordWriter
 # records per write of the duplicates file, and of the pairs file
 DUPLICATES_CHUNK = 10_000
 PAIRS_CHUNK = 100_000
+
+
+def kept_schema(source: Source, output_format: str, annotate: bool) -> Any:
+    """Return the schema kept (or annotated) records are written with, fixed before any work.
+
+    Parquet output of Parquet inputs keeps the inputs' schema
+    (`gpusimhash.io.parquet_schema.input_schema`), with the columns annotating adds; any other
+    output infers its columns from the records.
+
+    Parameters
+    ----------
+    source : Source
+        The input files (their format, ids and name for messages).
+    output_format : str
+        The records' output format.
+    annotate : bool
+        Whether every record is written, annotated.
+
+    Returns
+    -------
+    pyarrow.Schema or None
+
+    Raises
+    ------
+    InputError
+        Parquet inputs of different columns, or with a column annotating would overwrite.
+    """
+    if output_format != "parquet":
+        return None
+    schema = input_schema(source.paths, source.reading.format)
+    if schema is not None and annotate:
+        schema = annotated_schema(schema, source.id_field, source.name)
+    return schema
 
 
 def write_kept(

@@ -51,7 +51,7 @@ from gpusimhash.dedup import report
 from gpusimhash.dedup.candidates import feature_graph
 from gpusimhash.dedup.document_memory import check_longest, out_of_memory
 from gpusimhash.dedup.options import DedupOptions
-from gpusimhash.dedup.outputs import write_duplicates, write_kept, write_pairs
+from gpusimhash.dedup.outputs import kept_schema, write_duplicates, write_kept, write_pairs
 from gpusimhash.dedup.results import Clusters, DedupResult, Fingerprints
 from gpusimhash.dedup.summary import RunCounts, count_pairs, finish_summary, run_summary
 from gpusimhash.dedup.timer import Progress, StageTimer
@@ -60,7 +60,6 @@ from gpusimhash.features import FeatureBatch
 from gpusimhash.fingerprinting import FingerprintSettings, fingerprint_batch, resolve_device
 from gpusimhash.io import consumed
 from gpusimhash.io.lines import LineBatch
-from gpusimhash.io.parquet_schema import output_schema
 from gpusimhash.io.readers import DocumentBatch as Batch
 from gpusimhash.io.records import (
     record_labels,
@@ -181,7 +180,8 @@ def run(
     """
     source, out_dir = Source.of(path, options.reading, shown=shown), Path(out_dir)
     states = source.states()  # read more than once: no pipe, checked after the last read
-    schema = _kept_schema(source, options)  # before any work: inputs of different schemas
+    # before any work: inputs of different schemas
+    schema = kept_schema(source, options.output_format, options.annotate)
     limit = options.threshold(settings.bits)
     checked: Against | None = None
     if options.against is not None:
@@ -340,18 +340,6 @@ def run(
 
 
 # ---------------------------------------------------------------- stages
-
-
-def _kept_schema(source: Source, options: DedupOptions) -> Any:
-    """Return the kept (or annotated) file's Arrow schema (Parquet output of Parquet inputs)."""
-    return output_schema(
-        source.paths,
-        options.reading.format,
-        options.output_format,
-        annotate=options.annotate,
-        id_field=source.id_field,
-        source=source.name,
-    )
 
 
 def _featurized(

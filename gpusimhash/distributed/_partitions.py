@@ -483,7 +483,7 @@ def write_part(
     schema : pyarrow.Schema, optional
         Parquet output of Parquet inputs: the part's schema, the inputs' (annotated), the
         records written from the batches' Arrow data as one machine writes them
-        (`gpusimhash.io.parquet_schema.output_schema`); None: inferred from the records.
+        (`gpusimhash.dedup.outputs.kept_schema`); None: inferred from the records.
 
     Returns
     -------

@@ -68,6 +68,7 @@ from gpusimhash._choices import DRIVER_INPUT_BYTES
 from gpusimhash._cpu._threads import threads
 from gpusimhash._output_names import written_by_cluster_dedup
 from gpusimhash.dedup.options import DedupOptions
+from gpusimhash.dedup.outputs import kept_schema
 from gpusimhash.dedup.summary import removal_results, settings_summary
 from gpusimhash.distributed import _partitions as partitions
 from gpusimhash.distributed._cluster_stage import ClusterStage
@@ -77,7 +78,6 @@ from gpusimhash.distributed._write_stage import WriteStage
 from gpusimhash.fingerprinting import FingerprintSettings, resolve_device
 from gpusimhash.io._output_folder import replacing_folder
 from gpusimhash.io.inputs import STDIN, input_files
-from gpusimhash.io.parquet_schema import output_schema
 from gpusimhash.io.skipped import Skipped
 from gpusimhash.io.sources import Source, has_id_field
 from gpusimhash.io.writers import write_json
@@ -222,14 +222,8 @@ def dedup(
     if dedup_options.id_field is None and has_id_field(paths, dedup_options.reading):
         dedup_options = dataclasses.replace(dedup_options, id_field="id")
     source = Source(tuple(paths), dedup_options.reading, dedup_options.id_field)
-    kept_schema = output_schema(  # before any work: Parquet inputs of different schemas
-        source.paths,
-        dedup_options.reading.format,
-        dedup_options.output_format,
-        annotate=dedup_options.annotate,
-        id_field=source.id_field,
-        source=source.name,
-    )
+    # before any work: Parquet inputs of different schemas
+    schema = kept_schema(source, dedup_options.output_format, dedup_options.annotate)
     on_driver = runs_on_driver(paths, driver_input_bytes)
     if not on_driver or client is not None:
         client = _client(client)
@@ -243,7 +237,7 @@ def dedup(
             "out_dir": stage,
             "settings": settings,
             "options": dedup_options,
-            "kept_schema": kept_schema,
+            "kept_schema": schema,
             "cluster_workers": 0 if client is None else _worker_count(client),
         }
         if on_driver:  # every task a call, here

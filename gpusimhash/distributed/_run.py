@@ -73,7 +73,7 @@ class RunState:
     cluster_workers: int
     on_driver: bool
     # the kept parts' schema where it is fixed before any work (Parquet output of Parquet
-    # inputs: `gpusimhash.io.parquet_schema.output_schema`); None: inferred from the records
+    # inputs: `gpusimhash.dedup.outputs.kept_schema`); None: inferred from the records
     kept_schema: Any = None
     # set by the stages as they run: the task names' token, the threshold, where the
     # candidates come from ("features" or "codes", as on one machine), how partitions are

@@ -18,7 +18,7 @@ import numpy as np
 from gpusimhash.io.readers import InputError, detect_format, require_pyarrow
 from gpusimhash.io.records import ANNOTATIONS
 
-__all__ = ["annotated_schema", "input_schema", "output_schema", "take_rows"]
+__all__ = ["annotated_schema", "input_schema", "take_rows"]
 
 
 def input_schema(paths: Sequence[Path], format: str | None) -> Any:
@@ -76,53 +76,6 @@ def input_schema(paths: Sequence[Path], format: str | None) -> Any:
                 _differ(f"{path}: column {field.name!r} ({field.type}) is not in {first_path}")
         nullable = [f.with_nullable(f.nullable or other.field(f.name).nullable) for f in schema]
         schema = pa.schema(nullable, metadata=schema.metadata)
-    return schema
-
-
-def output_schema(
-    paths: Sequence[Path],
-    format: str | None,
-    output_format: str,
-    *,
-    annotate: bool,
-    id_field: str | None,
-    source: str,
-) -> Any:
-    """Return the schema kept (or annotated) records are written with, fixed before any work.
-
-    Parquet output of Parquet inputs keeps the inputs' schema (`input_schema`), with the
-    columns annotating adds (`annotated_schema`); any other output infers its columns.
-
-    Parameters
-    ----------
-    paths : sequence of Path
-        The input files, in reading order.
-    format : str, optional
-        The format they are read as (None: from each file's name).
-    output_format : str
-        The records' output format.
-    annotate : bool
-        Whether every record is written, annotated.
-    id_field : str, optional
-        The ids' column (None: row numbers).
-    source : str
-        The input, for messages.
-
-    Returns
-    -------
-    pyarrow.Schema or None
-
-    Raises
-    ------
-    InputError
-        Parquet inputs of different columns (`input_schema`), or with a column annotating
-        would overwrite.
-    """
-    if output_format != "parquet":
-        return None
-    schema = input_schema(paths, format)
-    if schema is not None and annotate:
-        schema = annotated_schema(schema, id_field, source)
     return schema
 
 

@@ -51,6 +51,23 @@ def run(request, monkeypatch):
     return on_cluster
 
 
+def _partitions(tmp_path, *partitions):
+    """Write each partition's records as a JSONL file of a new folder; return the folder."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for p, records in enumerate(partitions):
+        text = "".join(json.dumps(record) + "\n" for record in records)
+        (folder / f"{'abc'[p]}.jsonl").write_text(text)
+    return folder
+
+
+def _both(tmp_path, run, folder, **options):
+    """Deduplicate on one machine (``one``) and spread (``spread``); return the records' name."""
+    dedup_file(input_files(folder), tmp_path / "one", **options)
+    run(folder, tmp_path / "spread", **options)
+    return "annotated" if options.get("annotate") else "kept"
+
+
 def _table(texts, first):
     """Records of many column types, ids from ``first``."""
     n = len(texts)
@@ -81,10 +98,7 @@ def test_parquet_inputs_keep_their_column_types(tmp_path, run, annotate):
     folder.mkdir()
     pq.write_table(_table(TEXTS[:2], 0), folder / "a.parquet")
     pq.write_table(_table(TEXTS[2:], 2), folder / "b.parquet")
-    options = {"output_format": "parquet", "annotate": annotate, "bits": 64}
-    dedup_file(input_files(folder), tmp_path / "one", **options)
-    run(folder, tmp_path / "spread", **options)
-    name = "annotated" if annotate else "kept"
+    name = _both(tmp_path, run, folder, output_format="parquet", annotate=annotate, bits=64)
     one = pq.read_table(tmp_path / "one" / f"{name}.parquet")
     spread, schemas = _read(tmp_path / "spread" / name)
     assert all(schema.equals(one.schema) for schema in schemas)
@@ -92,30 +106,18 @@ def test_parquet_inputs_keep_their_column_types(tmp_path, run, annotate):
     assert str(one.schema.field("at").type) == "timestamp[ns, tz=UTC]"
 
 
-def _jsonl(path, records):
-    path.write_text("".join(json.dumps(record) + "\n" for record in records))
-
-
 @pytest.mark.parametrize("annotate", [False, True])
 def test_inferred_parts_share_the_schema_of_one_file(tmp_path, run, annotate):
-    folder = tmp_path / "in"
-    folder.mkdir()
     # the first partition keeps nothing (a longer copy of its document follows), the second
     # has a field null in every record, typed in the third, which alone has another field
-    _jsonl(folder / "a.jsonl", [{"text": "red fox jumps", "score": 1}])
-    _jsonl(
-        folder / "b.jsonl",
+    folder = _partitions(
+        tmp_path,
+        [{"text": "red fox jumps", "score": 1}],
         [{"text": "red fox jumps red fox jumps", "note": None, "score": 2}],
-    )
-    _jsonl(
-        folder / "c.jsonl",
         [{"text": "blue sky above", "note": "n", "score": 0.5, "meta": {"lang": "en"}}],
     )
     options = {"output_format": "parquet", "annotate": annotate, "keep": "longest"}
-    options["min_cosine"] = 0.6
-    dedup_file(input_files(folder), tmp_path / "one", **options)
-    run(folder, tmp_path / "spread", **options)
-    name = "annotated" if annotate else "kept"
+    name = _both(tmp_path, run, folder, **options, min_cosine=0.6)
     one = pq.read_table(tmp_path / "one" / f"{name}.parquet")
     spread, schemas = _read(tmp_path / "spread" / name)
     assert all(schema.equals(one.schema) for schema in schemas)
@@ -127,10 +129,7 @@ def test_inferred_parts_share_the_schema_of_one_file(tmp_path, run, annotate):
 
 
 def test_a_field_of_two_types_in_two_parts_is_refused_as_one_machine_refuses_it(tmp_path, run):
-    folder = tmp_path / "in"
-    folder.mkdir()
-    _jsonl(folder / "a.jsonl", [{"text": TEXTS[0], "n": 1}])
-    _jsonl(folder / "b.jsonl", [{"text": TEXTS[1], "n": "one"}])
+    folder = _partitions(tmp_path, [{"text": TEXTS[0], "n": 1}], [{"text": TEXTS[1], "n": "one"}])
     options = {"output_format": "parquet", "bits": 64}
     with pytest.raises(ValueError, match=r"field 'n'.* write JSONL instead"):
         dedup_file(input_files(folder), tmp_path / "one", **options)
@@ -144,21 +143,16 @@ def test_a_field_of_two_types_in_two_parts_is_refused_as_one_machine_refuses_it(
 
 @pytest.mark.parametrize("annotate", [False, True])
 def test_csv_parts_share_the_header_of_one_file(tmp_path, run, annotate):
-    folder = tmp_path / "in"
-    folder.mkdir()
     # the first partition keeps nothing (nor does any part keep its field z); the others'
     # records have fields the others lack
-    _jsonl(folder / "a.jsonl", [{"text": "red fox jumps", "z": 1}])
-    _jsonl(
-        folder / "b.jsonl",
+    folder = _partitions(
+        tmp_path,
+        [{"text": "red fox jumps", "z": 1}],
         [{"b": 'x, "quoted"', "text": "red fox jumps red fox jumps"}],
+        [{"text": "blue sky above", "c": [1, 2], "a": None}],
     )
-    _jsonl(folder / "c.jsonl", [{"text": "blue sky above", "c": [1, 2], "a": None}])
     options = {"output_format": "csv", "annotate": annotate, "keep": "longest"}
-    options["min_cosine"] = 0.6
-    dedup_file(input_files(folder), tmp_path / "one", **options)
-    run(folder, tmp_path / "spread", **options)
-    name = "annotated" if annotate else "kept"
+    name = _both(tmp_path, run, folder, **options, min_cosine=0.6)
     one = (tmp_path / "one" / f"{name}.csv").read_bytes()
     parts = [p.read_bytes() for p in sorted((tmp_path / "spread" / name).iterdir())]
     header = one.split(b"\r\n", 1)[0] + b"\r\n"
