@@ -386,6 +386,16 @@ SHOWN = {
             ),
         ),
     ),
+    "cli_malloc_cpu.json": Results(
+        "The command line under glibc's mapping thresholds",
+        (
+            Table(
+                ("table",),
+                caption="gpusimhash dedup --no-report, a fresh process each, best of 3 rounds: "
+                "the command line's threshold, 1 MiB and 32 MiB fixed, and glibc's adaptive one",
+            ),
+        ),
+    ),
     "report_cpu.json": Results(
         "What the command's report costs, against the revision before its fixes",
         (Table(("table",), caption="whole processes, best of the rounds"),),

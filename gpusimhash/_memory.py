@@ -6,10 +6,17 @@
 * `resident_memory` is what this process holds (what a Dask worker's memory limit counts).
 * `return_freed_memory` fixes glibc's mapping threshold. glibc's ``malloc`` maps large blocks
   on their own and unmaps them when freed, but after the first such block is freed it raises
-  that size limit (up to 32 MiB), so that later arrays below it come from heaps that keep their
-  freed pages. A dedup run frees and allocates arrays of tens of megabytes stage after stage;
-  with the moving limit its resident memory grew by what earlier stages had freed. A fixed
-  limit keeps every array of `MAPPED_FROM` bytes or more mapped on its own.
+  that size limit (up to 32 MiB), and the heap's trim threshold with it (to twice that), so
+  that later arrays below it come from heaps that keep their freed pages. A dedup run frees and
+  allocates arrays of tens of megabytes stage after stage; with the moving limits its resident
+  memory grew by what earlier stages had freed. A fixed limit (`MAPPED_FROM`, the adaptive
+  one's ceiling) keeps the trim threshold at glibc's 128 KiB, so the heap gives its freed top
+  back, and every array of 32 MiB or more is mapped on its own. A lower limit maps more arrays
+  on their own, each one's pages faulted in afresh: at 1 MiB the command took 1.05x to 1.10x
+  as long on 200,000 PyPI summaries and 1.12x to 1.24x on 1,000,000 synthetic documents
+  (800,000 summaries: within the runs' spread), for 2.5% to 2.7% and 0.5% to 2.1% less peak
+  memory than at 32 MiB; glibc's moving limits held 18% to 20% more at the peak on the
+  synthetic ones (`bench/results/cli_malloc_cpu.json`, best of 3 fresh processes).
 """
 
 from __future__ import annotations
@@ -29,7 +36,7 @@ __all__ = [
 ]
 
 # allocations of this many bytes or more are mapped on their own, unmapped when freed
-MAPPED_FROM = 1 << 20
+MAPPED_FROM = 32 << 20
 _M_MMAP_THRESHOLD = -3  # mallopt's parameter number (malloc.h)
 
 
