@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import platform
 import subprocess
@@ -25,6 +26,35 @@ def load_lines(path: Path, limit: int | None = None) -> list[str]:
     if lines and lines[-1] == "":
         lines.pop()
     return lines[:limit] if limit else lines
+
+
+# runs the command line in a fresh process, after ``setup`` (Python statements), and prints its
+# peak resident memory (KiB) on stderr, last line. The peak is VmHWM, this process's own:
+# ru_maxrss keeps the parent's from before the exec.
+_COMMAND_LINE = (
+    "import json, sys\n"
+    "{setup}\n"
+    "from gpusimhash.cli import main\n"
+    "code = main(sys.argv[1:])\n"
+    "status = open('/proc/self/status').read().split('VmHWM:')[1]\n"
+    "print(json.dumps({{'peak_kib': int(status.split()[0])}}), file=sys.stderr)\n"
+    "sys.exit(code)\n"
+)
+
+
+def run_command_line(arguments: list[str], setup: str = "") -> tuple[float, int, str]:
+    """Run ``gpusimhash`` in a fresh process: its wall seconds, peak resident KiB and stdout.
+
+    ``setup`` runs first in that process (to change a setting before the command starts).
+    """
+    command = [sys.executable, "-c", _COMMAND_LINE.format(setup=setup), *arguments]
+    begin = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    seconds = time.perf_counter() - begin
+    if done.returncode:
+        raise RuntimeError(f"gpusimhash {' '.join(arguments)} failed: {done.stderr.strip()}")
+    peak = json.loads(done.stderr.strip().splitlines()[-1])["peak_kib"]
+    return seconds, int(peak), done.stdout
 
 
 def best_of(repeats: int, run) -> tuple[float, object]:

@@ -21,45 +21,31 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import DEFAULT_CORPUS, load_lines, print_table, write_json
+from _common import DEFAULT_CORPUS, load_lines, print_table, run_command_line, write_json
 from bench_dedup_verify import write_synthetic
 
 # the mapping threshold of each setting, in bytes; None: glibc's adaptive threshold
 SETTINGS = {"command line": "default", "1 MiB": 1 << 20, "32 MiB": 32 << 20, "adaptive": None}
-# the peak from VmHWM, the process's own: ru_maxrss keeps the parent's from before the exec
-CHILD = (
-    "import json, sys\n"
+# makes the command line fix the threshold the setting gives, or leave glibc's adaptive one
+SETUP = (
     "from gpusimhash import _memory\n"
     "import gpusimhash.cli as cli\n"
     "setting = {setting!r}\n"
     "if setting != 'default':\n"
     "    _memory.MAPPED_FROM = setting\n"
-    "    cli.return_freed_memory = _memory.return_freed_memory if setting else (lambda: False)\n"
-    "code = cli.main(sys.argv[1:])\n"
-    "status = open('/proc/self/status').read().split('VmHWM:')[1]\n"
-    "peak = int(status.split()[0])\n"
-    "print(json.dumps({{'peak_kib': peak}}), file=sys.stderr)\n"
-    "sys.exit(code)\n"
+    "    cli.return_freed_memory = _memory.return_freed_memory if setting else (lambda: False)"
 )
 
 
 def run(setting: object, path: Path, out: Path, options: list[str]) -> dict:
     """Run ``dedup`` once in a fresh process; return its seconds, peak and kept digest."""
-    command = [sys.executable, "-c", CHILD.format(setting=setting), "dedup", str(path)]
-    command += ["--out", str(out), "--overwrite", "--no-report", "-q", *options]
-    begin = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
-    seconds = time.perf_counter() - begin
-    if done.returncode:
-        raise RuntimeError(f"{' '.join(command[3:])} failed: {done.stderr.strip()}")
-    peak = json.loads(done.stderr.strip().splitlines()[-1])["peak_kib"]
+    arguments = ["dedup", str(path), "--out", str(out), "--overwrite", "--no-report", "-q"]
+    seconds, peak, _ = run_command_line([*arguments, *options], SETUP.format(setting=setting))
     kept = hashlib.sha256((out / "kept.jsonl").read_bytes()).hexdigest()[:16]
     return {"seconds": round(seconds, 3), "peak_mib": round(peak / 1024, 1), "kept": kept}
 

@@ -29,14 +29,13 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import DEFAULT_CORPUS, load_lines, print_table, write_json
+from _common import DEFAULT_CORPUS, load_lines, print_table, run_command_line, write_json
 
 from gpusimhash.datasets.synth import CorpusSpec, generate
 from gpusimhash.dedup.pipeline import dedup_file
@@ -69,15 +68,6 @@ SYNTHETIC = {
     ],
     "64 bits radius 3, not verified, stars": ["--bits", "64", "--max-distance", "3", "--no-verify"],
 }
-# runs the CLI in this process and prints its peak resident memory (KiB) on stderr, last line
-CHILD = (
-    "import json, resource, sys\n"
-    "from gpusimhash.cli import main\n"
-    "code = main(sys.argv[1:])\n"
-    "peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
-    "print(json.dumps({'peak_kib': peak}), file=sys.stderr)\n"
-    "sys.exit(code)\n"
-)
 RESULTS = (
     "removed",
     "largest_cluster",
@@ -100,15 +90,10 @@ def write_synthetic(path: Path, n: int) -> None:
 
 def run_cli(path: Path, out: Path, options: list[str]) -> tuple[float, int, dict]:
     """Run ``dedup`` in a fresh process: wall seconds, peak resident KiB, the summary."""
-    command = [sys.executable, "-c", CHILD, "dedup", str(path), "--out", str(out)]
-    command += [*options, "--force", "--no-report", "-q", "--json"]
-    begin = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
-    seconds = time.perf_counter() - begin
-    if done.returncode:
-        raise RuntimeError(f"{' '.join(command[3:])} failed: {done.stderr.strip()}")
-    peak = json.loads(done.stderr.strip().splitlines()[-1])["peak_kib"]
-    return seconds, peak, json.loads(done.stdout)
+    arguments = ["dedup", str(path), "--out", str(out)]
+    arguments += [*options, "--force", "--no-report", "-q", "--json"]
+    seconds, peak, summary = run_command_line(arguments)
+    return seconds, peak, json.loads(summary)
 
 
 def synthetic(sizes: list[int], repeats: int, result: str | None = None) -> None:
