@@ -29,7 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import DEFAULT_CORPUS, load_lines, print_table, run_command_line, write_json
 from bench_dedup_verify import write_synthetic
 
-# the mapping threshold of each setting, in bytes; None: glibc's adaptive threshold
+# the mapping threshold of each setting, in bytes: "default" the command line's own, None glibc's
+# adaptive one
 SETTINGS = {"command line": "default", "1 MiB": 1 << 20, "32 MiB": 32 << 20, "adaptive": None}
 # makes the command line fix the threshold the setting gives, or leave glibc's adaptive one
 SETUP = (
