@@ -100,7 +100,9 @@ def resident_memory() -> int | None:
         return None
 
 
-def check_memory(nbytes: float, what: str) -> None:
+def check_memory(
+    nbytes: float, what: str, worker_room: int | None = None, *, each: str = ""
+) -> None:
     """Refuse, before allocating, what the system's available memory cannot hold.
 
     Parameters
@@ -109,22 +111,36 @@ def check_memory(nbytes: float, what: str) -> None:
         Bytes about to be allocated.
     what : str
         What needs them, for the message (``"... need"``).
+    worker_room : int, optional
+        The bytes a Dask worker had left of its memory limit (its limit less what it held),
+        checked first.
+    each : str, optional
+        Where the bytes are needed, after them in the message (``" on every worker"``).
 
     Raises
     ------
     MemoryRefusal
-        A `MemoryError` with a message naming `what`, over
+        A `MemoryError` with a message naming `what`, over ``worker_room`` or
         `available_memory` (no check where that is unknown).
 
     Examples
     --------
     >>> check_memory(1000, "a small array needs")
+    >>> check_memory(2e6, "an array needs", worker_room=10**6)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    gpusimhash._memory.MemoryRefusal: an array needs about 2 MB, more than the 1 MB this Dask ...
     """
+    if worker_room is not None and nbytes > worker_room:
+        raise MemoryRefusal(
+            f"{what} about {nbytes / 1e6:,.0f} MB{each}, more than the "
+            f"{worker_room / 1e6:,.0f} MB this Dask worker had left of its memory limit"
+        )
     available = available_memory()
     if available is not None and nbytes > available:
         raise MemoryRefusal(
-            f"{what} about {nbytes / 1e6:,.0f} MB, more than the {available / 1e6:,.0f} MB of "
-            "memory available"
+            f"{what} about {nbytes / 1e6:,.0f} MB{each}, more than the "
+            f"{available / 1e6:,.0f} MB of memory available"
         )
 
 

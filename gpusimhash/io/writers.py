@@ -537,17 +537,15 @@ def rewrite_csv(path: str | Path, names: list[str]) -> None:
     path = Path(path)
     csv.field_size_limit(min(sys.maxsize, 2**31 - 1))  # a long text is one cell
     with open(path, encoding="utf-8", newline="") as old:
-        header = next(csv.reader(old), [])
-    missing = [name for name in header if name not in names]
-    if missing:
-        raise ValueError(f"{path}: column {missing[0]!r} is not in the header to write it with")
-    at = [header.index(name) if name in header else -1 for name in names]
-    with atomic_path(path) as name, open(name, "w", encoding="utf-8", newline="") as new:
-        writer = csv.writer(new)
-        writer.writerow(names)
-        with open(path, encoding="utf-8", newline="") as old:
-            rows = csv.reader(old)
-            next(rows, None)
+        rows = csv.reader(old)
+        header = next(rows, [])
+        missing = [name for name in header if name not in names]
+        if missing:
+            raise ValueError(f"{path}: column {missing[0]!r} is not in the header to write it with")
+        at = [header.index(name) if name in header else -1 for name in names]
+        with atomic_path(path) as name, open(name, "w", encoding="utf-8", newline="") as new:
+            writer = csv.writer(new)
+            writer.writerow(names)
             writer.writerows([row[k] if k >= 0 else "" for k in at] for row in rows)
 
 

@@ -364,7 +364,7 @@ def _probe_by_size(
     code, value, n_docs = index.measure, index.value, index.n_docs
     room = max(WINDOW_DOCS, PAIRS_PER_BLOCK)
     earlier, later, similarity = [], [], []
-    candidates = 0
+    candidates = found = 0
     block = np.arange(n_blocks, dtype=np.int64)
     mine = np.isin(block, blocks)
     for lo in range(0, n_docs, WINDOW_DOCS):
@@ -397,7 +397,7 @@ def _probe_by_size(
             later.append(right[kept])
             similarity.append(values[kept])
             candidates += int(compared.sum())
-            found = sum(part.size for part in similarity)
+            found += int(kept.size)
             check_pairs(found, max_pairs, _NAMES[code], value, worker_room)
     if not earlier:
         return FeatureJoin(np.zeros((0, 2), np.int64), np.zeros(0), 0, index.indexed)
@@ -434,7 +434,6 @@ def check_index_memory(n_docs: int, n_entries: int, worker_room: int | None = No
     ...
     gpusimhash._memory.MemoryRefusal: the exact feature join's index of 1,000 documents ...
     """
-    need = INDEX_BYTES_PER_ENTRY * n_entries
     what = (
         f"the exact feature join's index of {n_docs:,} documents ({n_entries:,} feature "
         "entries) needs"
@@ -443,13 +442,9 @@ def check_index_memory(n_docs: int, n_entries: int, worker_room: int | None = No
         "candidates='codes' (--candidates codes) takes the candidates from the fingerprints "
         "instead, without this index (each pair at the threshold found with probability 0.99)"
     )
-    if worker_room is not None and need > worker_room:
-        raise MemoryRefusal(
-            f"{what} about {need / 1e6:,.0f} MB on every worker, more than the "
-            f"{worker_room / 1e6:,.0f} MB this Dask worker has left of its memory limit: {advice}"
-        )
     try:
-        check_memory(need, what)
+        each = "" if worker_room is None else " on every worker"
+        check_memory(INDEX_BYTES_PER_ENTRY * n_entries, what, worker_room, each=each)
     except MemoryRefusal as refusal:
         raise MemoryRefusal(f"{refusal}: {advice}") from None
 
@@ -496,14 +491,7 @@ def check_pairs(
             f"{where}, over the budget of {max_pairs:,}: raise the threshold or pass --force "
             "(force=True)"
         )
-    need = 20 * found
-    if worker_room is not None and need > worker_room:
-        raise MemoryRefusal(
-            f"{where} need {need / 1e6:,.0f} MB, more than the {worker_room / 1e6:,.0f} MB "
-            "this Dask worker had left of its memory limit: raise the threshold, or give the "
-            "workers more memory"
-        )
-    check_memory(need, f"{where} need")
+    check_memory(20 * found, f"{where} need", worker_room)
 
 
 def check_reads(index: FeatureIndex, max_pairs: int | None) -> None:
