@@ -44,10 +44,10 @@ TAKE_EVERY_PARTITION = 32
 class ClusterStage(RunState):
     """Label the components and cluster each group of them (a mixin of the run)."""
 
-    def _cluster(
-        self, stats: dict[str, Any]
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[np.ndarray]]:
-        """Cluster the candidate graph on the workers; return the removals and clusters.
+    def _cluster(self, stats: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Cluster the candidate graph on the workers; return the removals.
+
+        The removed rows (ascending), the rows kept for them and their similarities.
 
         A graph of at most `ONE_GROUP_WORK` pairs (each counted as often as the join found it)
         and documents sharing a code, whose documents' features take at most `ONE_GROUP_BYTES`
@@ -70,14 +70,13 @@ class ClusterStage(RunState):
             clustered = self._cluster_components(stats, featureless)
         if not clustered:
             empty = np.zeros(0, np.int64)
-            return empty, empty, np.zeros(0), []
+            return empty, empty, np.zeros(0)
         stats["pairs_verified"] = int(sum(c[3] for c in clustered))
         removed = np.concatenate([c[0] for c in clustered])
         kept_for = np.concatenate([c[1] for c in clustered])
         similarity = np.concatenate([c[2] for c in clustered])
         order = np.argsort(removed)
-        removed, kept_for, similarity = removed[order], kept_for[order], similarity[order]
-        return removed, kept_for, similarity, _clusters(removed, kept_for)
+        return removed[order], kept_for[order], similarity[order]
 
     def _group_bytes(self) -> float:
         """Estimate the bytes of the whole graph's documents' features, on one worker.
@@ -434,15 +433,3 @@ def _cluster_whole_group(
         documents, pairs, limit, method, policy, empty_as_duplicates, *taken
     )
     return *clustered, len(pairs), components
-
-
-def _clusters(removed: np.ndarray, kept_for: np.ndarray) -> list[np.ndarray]:
-    """Return the rows of each cluster (a kept document and those removed for it), by first row."""
-    kept = np.unique(kept_for)
-    rows = np.concatenate([removed, kept])
-    label = np.concatenate([kept_for, kept])
-    order = np.lexsort((rows, label))
-    bounds = np.flatnonzero(np.diff(label[order])) + 1
-    clusters = [c for c in np.split(rows[order], bounds) if c.size]
-    clusters.sort(key=lambda c: int(c[0]))
-    return clusters

@@ -92,6 +92,15 @@ class ReadOptions:
     device: str
     skip_invalid: bool = False
 
+    def ids_are_rows(self, paths: list[Path]) -> bool:
+        """Whether every document's id is its global row: no id field, or plain text alone.
+
+        The driver then knows the ids without reading a partition again (`_id`).
+        """
+        return self.id_field is None or all(
+            (self.format or detect_format(path)) == "text" for path in paths
+        )
+
     def batches(self, path: Path, *, records: bool, skipped: Skipped | None = None) -> Any:
         """Read a partition in batches.
 

@@ -45,7 +45,8 @@ stages' fixed costs on the cluster.
    back.
 5. ``write``: each partition writes its kept records (or every record, annotated) to its own
    output part; the driver writes the duplicates report from the ids and codes of the
-   clustered documents only. With a truth field, the write tasks count each label's documents
+   clustered documents only, while the parts are written where the ids are the rows (no id
+   field), after them otherwise (the write tasks collect the ids). With a truth field, the write tasks count each label's documents
    and kept ones, and tasks split by label sum them. With ``report``, the sample is drawn
    first from the clustered documents' codes and feature hashes (its neighbourhood searched
    on the partitions), and the write tasks collect the sampled documents' texts.
@@ -450,10 +451,10 @@ class _Run(JoinStage, ClusterStage, WriteStage):
         del index  # each worker lets its copy of the feature index go
         timings["join"] = time.perf_counter() - clock
         clock = time.perf_counter()
-        removed, kept_for, to_kept, clusters = self._cluster(stats)
+        removed, kept_for, to_kept = self._cluster(stats)
         timings["cluster"] = time.perf_counter() - clock
         clock = time.perf_counter()
-        files = self._write(removed, kept_for, clusters, to_kept)
+        files, clusters = self._write(removed, kept_for, to_kept)
         timings["write"] = time.perf_counter() - clock
         timings["total"] = time.perf_counter() - start
         summary = self._summary(removed, to_kept, clusters, stats, files, timings)

@@ -2,9 +2,11 @@
 
 `WriteStage._write` has each partition write its kept (or annotated) records to its own part,
 reading its file again on any worker, while the driver builds the duplicates report from the
-ids and codes of the clustered documents only; with ``report`` it draws the single machine's
-sample of pairs (codes fetched from the partitions, texts of the sampled documents only), and
-with ``truth_field`` it sums the ground-truth counts the write tasks made.
+ids and codes of the clustered documents only. Where the ids are the documents' rows (no id
+field, or plain text), the driver writes it while the parts are written; otherwise the write
+tasks collect the ids as they read, and the report follows them. With ``report`` it draws the
+single machine's sample of pairs (codes fetched from the partitions, texts of the sampled
+documents only), and with ``truth_field`` it sums the ground-truth counts the write tasks made.
 """
 
 from __future__ import annotations
@@ -35,35 +37,40 @@ class WriteStage(RunState):
     """Write the kept parts and the reports (a mixin of the run)."""
 
     def _write(
-        self,
-        removed: np.ndarray,
-        kept_for: np.ndarray,
-        clusters: list[np.ndarray],
-        to_kept: np.ndarray,
-    ) -> dict[str, str]:
-        """Write each partition's kept (or annotated) part, then the duplicates report.
+        self, removed: np.ndarray, kept_for: np.ndarray, to_kept: np.ndarray
+    ) -> tuple[dict[str, str], list[np.ndarray]]:
+        """Write each partition's kept (or annotated) part, and the duplicates report.
 
-        With ``report``, the report's sample is drawn first (its texts are collected while
-        the parts are written); with ``truth_field``, the ground-truth scores are counted.
+        ``removed``, ``kept_for`` and ``to_kept`` hold the removed rows (ascending), their kept
+        rows and similarities. With ``report``, the report's sample is drawn first (its texts
+        are collected while the parts are written); with ``truth_field``, the ground-truth
+        scores are counted. Where the ids are the rows (`ReadOptions.ids_are_rows`), the
+        duplicates report is written while the parts are; otherwise the write tasks collect
+        the clustered documents' ids first. Returns the files written and the rows of each
+        cluster (a kept document and those removed for it), by first row.
         """
         client, options = self.client, self.options
         fmt = options.output_format
         name = "annotated" if options.annotate else "kept"
         folder = self.out_dir / name
         folder.mkdir(parents=True, exist_ok=True)
-        clustered = _clustered(removed, kept_for, to_kept, clusters)
+        rows = np.union1d(removed, kept_for)  # every clustered document
         removed_by = dict(self._by_partition(removed))
-        wanted_by = dict(self._by_partition(clustered.rows))
+        wanted_by = dict(self._by_partition(rows))
+        ids_known = self.read.ids_are_rows(self.paths)
         empty = np.zeros(0, np.int64)
         # the codes first (small tasks): the report's sample needs them before parts are written
         codes = [
-            client.submit(partitions.take_codes, self.parts[d], rows, int(self.offsets[d]))
-            for d, rows in wanted_by.items()
+            client.submit(partitions.take_codes, self.parts[d], part_rows, int(self.offsets[d]))
+            for d, part_rows in wanted_by.items()
         ]
+        early = options.report or options.annotate  # their write tasks need the clusters
+        if early:
+            clusters, clustered = _clustered(removed, kept_for, to_kept)
         code_of = self._codes(codes) if options.report else None  # the sample needs them now
         sample = None if code_of is None else self._sample(clustered, clusters, code_of)
         texts_by = dict(self._by_partition(empty if sample is None else sample["rows"]))
-        annotations = self._annotations(clustered, wanted_by) if options.annotate else {}
+        annotations = self._annotations(clustered, wanted_by, ids_known) if options.annotate else {}
         truth_tasks = max(1, min(len(self.paths), 2 * self.n_workers))
         written = [
             client.submit(
@@ -72,7 +79,7 @@ class WriteStage(RunState):
                 self.read,
                 int(self.offsets[d]),
                 removed_by.get(d, empty),
-                wanted_by.get(d, empty),
+                empty if ids_known else wanted_by.get(d, empty),
                 folder / f"part-{d:05d}.{fmt}",
                 fmt,
                 partitions.Extras(
@@ -87,25 +94,27 @@ class WriteStage(RunState):
             for d, file in enumerate(self.files)
         ]
         finished = [client.submit(_written, w) for w in written]
-        if code_of is None:  # the codes come back with the parts' counts: one wait
-            taken, done = client.gather([codes, finished])
-            code_of = self._stacked(taken)
-        else:
-            done = client.gather(finished)
+        if not early:  # while the parts are written
+            clusters, clustered = _clustered(removed, kept_for, to_kept)
+        if code_of is None:
+            code_of = self._codes(codes)
+        report = _report_columns(clustered, clusters, code_of)
+        path = self.out_dir / f"duplicates.{fmt}"
+        ids = clustered.rows.tolist() if ids_known else []
+        if ids_known:
+            _write_duplicates(path, fmt, report, ids)
+        done = client.gather(finished)
         if fmt == "parquet" and self.kept_schema is None:
             self._unify_parts(folder, fmt, [columns for *_, columns in done])
         elif fmt == "csv":
             self._unify_headers(folder, fmt, [(count, columns) for count, *_, columns in done])
-        report = _report_columns(clustered, clusters, code_of)
         self.ground_truth = (
             None if options.truth_field is None else self._ground_truth(written, truth_tasks)
         )
         kept_count = sum(count for count, *_ in done)
-        ids = [i for _, part_ids, *_ in done for i in part_ids]
-        path = self.out_dir / f"duplicates.{fmt}"
-        with RecordWriter(path, fmt) as writer:
-            for records in report.chunks(ids):
-                writer.write(records)
+        if not ids_known:
+            ids = [i for _, part_ids, *_ in done for i in part_ids]
+            _write_duplicates(path, fmt, report, ids)
         files = {
             f"{name}/": (
                 f"the {kept_count:,} kept documents, one part per input partition"
@@ -126,7 +135,7 @@ class WriteStage(RunState):
             )
             self.report_data["cluster_sizes"] = np.array([c.size for c in clusters], np.int64)
             files["report.md"] = "the report, with plots (PNG)"
-        return files
+        return files, clusters
 
     def _unify_parts(self, folder: Path, fmt: str, schemas: list[Any]) -> None:
         """Rewrite the Parquet parts whose inferred schema is not all parts' (on the workers).
@@ -204,16 +213,25 @@ class WriteStage(RunState):
         return removal_figures({key: sum(c[key] for c in counts) for key in counts[0]})
 
     def _annotations(
-        self, clustered: _Clustered, wanted_by: dict[int, np.ndarray]
+        self, clustered: _Clustered, wanted_by: dict[int, np.ndarray], ids_known: bool
     ) -> dict[int, partitions.Annotations]:
-        """Each partition's annotations; the ids of the kept documents (one a cluster) first."""
+        """Each partition's annotations; the ids of the kept documents (one a cluster) first.
+
+        Those ids are read from their partitions, unless they are the rows (``ids_known``).
+        """
         client = self.client
         kept_rows = np.unique(clustered.rows[clustered.kept])
-        read = [
-            client.submit(partitions.read_ids, self.files[d], self.read, int(self.offsets[d]), rows)
-            for d, rows in self._by_partition(kept_rows)
-        ]
-        kept_ids = dict(zip(kept_rows.tolist(), itertools.chain(*client.gather(read)), strict=True))
+        if ids_known:
+            kept_ids = dict(zip(kept_rows.tolist(), kept_rows.tolist(), strict=True))
+        else:
+            read = [
+                client.submit(
+                    partitions.read_ids, self.files[d], self.read, int(self.offsets[d]), rows
+                )
+                for d, rows in self._by_partition(kept_rows)
+            ]
+            ids = itertools.chain(*client.gather(read))
+            kept_ids = dict(zip(kept_rows.tolist(), ids, strict=True))
         removed = clustered.removed.tolist()
         kept = clustered.rows[clustered.kept].tolist()
         of = [kept_ids[row] if r else None for row, r in zip(kept, removed, strict=True)]
@@ -401,13 +419,14 @@ class _Clustered:
 
 
 def _clustered(
-    removed: np.ndarray, kept_for: np.ndarray, to_kept: np.ndarray, clusters: list[np.ndarray]
-) -> _Clustered:
-    """Return the number, kept document and similarity of every clustered document.
+    removed: np.ndarray, kept_for: np.ndarray, to_kept: np.ndarray
+) -> tuple[list[np.ndarray], _Clustered]:
+    """Return the rows of each cluster, and every clustered document's number, kept one and similarity.
 
-    ``removed``, ``kept_for`` and ``to_kept`` hold the removed rows, their kept rows and
-    similarities; ``clusters`` the rows of each cluster, in report order.
+    ``removed``, ``kept_for`` and ``to_kept`` hold the removed rows (ascending), their kept
+    rows and similarities. The clusters come in report order (`_clusters`).
     """
+    clusters = _clusters(removed, kept_for)
     rows = np.sort(np.concatenate([np.zeros(0, np.int64), *clusters]))
     at_removed = np.searchsorted(rows, removed)
     similarity = np.ones(rows.size)
@@ -419,7 +438,26 @@ def _clustered(
     number[np.searchsorted(rows, members)] = np.repeat(
         np.arange(len(clusters)), [c.size for c in clusters]
     )
-    return _Clustered(rows, number, kept, similarity, kept != np.arange(rows.size))
+    return clusters, _Clustered(rows, number, kept, similarity, kept != np.arange(rows.size))
+
+
+def _clusters(removed: np.ndarray, kept_for: np.ndarray) -> list[np.ndarray]:
+    """Return the rows of each cluster (a kept document and those removed for it), by first row."""
+    kept = np.unique(kept_for)
+    rows = np.concatenate([removed, kept])
+    label = np.concatenate([kept_for, kept])
+    order = np.lexsort((rows, label))
+    bounds = np.flatnonzero(np.diff(label[order])) + 1
+    clusters = [c for c in np.split(rows[order], bounds) if c.size]
+    clusters.sort(key=lambda c: int(c[0]))
+    return clusters
+
+
+def _write_duplicates(path: Path, fmt: str, report: _ReportColumns, ids: list[Any]) -> None:
+    """Write the duplicates report, ``ids`` the clustered documents' ids by position."""
+    with RecordWriter(path, fmt) as writer:
+        for records in report.chunks(ids):
+            writer.write(records)
 
 
 def _report_columns(

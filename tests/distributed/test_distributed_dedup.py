@@ -701,6 +701,30 @@ def test_plain_text_partitions_annotated_and_reported(cluster, tmp_path, copies)
     )
 
 
+@pytest.mark.parametrize(("id_field", "annotate"), [(None, False), (None, True), ("id", True)])
+def test_ids_are_read_again_only_from_an_id_field(cluster, tmp_path, id_field, annotate):
+    """Without an id field the ids are the rows: no partition is read for them, and the
+    duplicates report (written while the parts are) and the annotations are one machine's."""
+    records = RECORDS if id_field else [{k: v for k, v in r.items() if k != "id"} for r in RECORDS]
+    _write(records, tmp_path / "all.jsonl")
+    (tmp_path / "parts").mkdir()
+    for p, lo in enumerate(range(0, N_DOCS, 300)):
+        _write(records[lo : lo + 300], tmp_path / "parts" / f"part{p}.jsonl")
+    options = {"bits": 128, "max_distance": 8, "id_field": id_field, "annotate": annotate}
+    dedup_file(tmp_path / "all.jsonl", tmp_path / "one", **options)
+    with _two_workers(cluster) as client, distributed.get_task_stream(client) as stream:
+        dedup(tmp_path / "parts", tmp_path / "dist", client=client, **options)
+    ids_read = [t for t in stream.data if "read_ids" in str(t["key"])]
+    assert bool(ids_read) == (id_field is not None)
+    name = "annotated" if annotate else "kept"
+    parts = sorted((tmp_path / "dist" / name).iterdir())
+    assert "".join(p.read_text() for p in parts) == (tmp_path / "one" / f"{name}.jsonl").read_text()
+    duplicates = (tmp_path / "dist" / "duplicates.jsonl").read_text()
+    assert duplicates == (tmp_path / "one" / "duplicates.jsonl").read_text()
+    assert duplicates.count("\n") > 50
+    assert ('"kept_id": "d' in duplicates) == (id_field is not None)
+
+
 def test_bad_annotated_or_labelled_records_name_partition_and_row(cluster, tmp_path):
     """A field annotating would overwrite, a missing label: the partition and its document."""
     _write(RECORDS[:10], tmp_path / "a.jsonl")
