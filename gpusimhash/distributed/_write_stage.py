@@ -93,7 +93,12 @@ class WriteStage(RunState):
             )
             for d, file in enumerate(self.files)
         ]
-        finished = [client.submit(_written, w) for w in written]
+        # the label counts stay on the workers, summed there by label (`_ground_truth`)
+        finished = (
+            written
+            if options.truth_field is None
+            else [client.submit(_without_truth, w) for w in written]
+        )
         if not early:  # while the parts are written
             clusters, clustered = _clustered(removed, kept_for, to_kept)
         if code_of is None:
@@ -105,15 +110,15 @@ class WriteStage(RunState):
             _write_duplicates(path, fmt, report, ids)
         done = client.gather(finished)
         if fmt == "parquet" and self.kept_schema is None:
-            self._unify_parts(folder, fmt, [columns for *_, columns in done])
+            self._unify_parts(folder, fmt, [part.schema for part in done])
         elif fmt == "csv":
-            self._unify_headers(folder, fmt, [(count, columns) for count, *_, columns in done])
+            self._unify_headers(folder, fmt, [(part.records, part.header) for part in done])
         self.ground_truth = (
             None if options.truth_field is None else self._ground_truth(written, truth_tasks)
         )
-        kept_count = sum(count for count, *_ in done)
+        kept_count = sum(part.records for part in done)
         if not ids_known:
-            ids = [i for _, part_ids, *_ in done for i in part_ids]
+            ids = [i for part in done for i in part.ids]
             _write_duplicates(path, fmt, report, ids)
         files = {
             f"{name}/": (
@@ -126,7 +131,7 @@ class WriteStage(RunState):
             "summary.json": "this summary, as JSON",
         }
         if sample is not None:
-            texts = {row: text for _, _, part_texts, _ in done for row, text in part_texts.items()}
+            texts = {row: text for part in done for row, text in part.texts.items()}
             shown = np.unique([r for e in sample["examples"] for r in (e["kept"], *e["members"])])
             at = np.searchsorted(clustered.rows, shown).tolist()
             example_ids = dict(zip(clustered.rows[at].tolist(), [ids[k] for k in at], strict=True))
@@ -330,14 +335,9 @@ def _csv_header(path: Path, names: list[str]) -> None:
         writer.write_header(names)
 
 
-def _written(written: partitions.WrittenPart) -> tuple[Any, ...]:
-    """Return what a write task wrote and collected, but its label counts (a task).
-
-    Records written, ids and texts, and the part's columns: its Parquet schema, or its CSV
-    header.
-    """
-    columns = written.header if written.schema is None else written.schema
-    return written.records, written.ids, written.texts, columns
+def _without_truth(written: partitions.WrittenPart) -> partitions.WrittenPart:
+    """Return what a write task wrote and collected, but its label counts (a task)."""
+    return written._replace(truth=[])
 
 
 @dataclass
