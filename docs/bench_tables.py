@@ -354,6 +354,9 @@ SHOWN = {
         ),
     ),
     "distributed_options.json": Results("Options of the distributed dedup and what each adds"),
+    "distributed_options_rows.json": Results(
+        "Options of the distributed dedup and what each adds: documents without ids"
+    ),
     "distributed_real.json": Results(
         "The whole dedup on Dask against one machine: real summaries",
         (
