@@ -61,10 +61,10 @@ def worker_work(folder: Path) -> dict[str, float]:
     parts = [partitions.fingerprint_part(p, settings, read) for p in sorted(folder.iterdir())]
     fingerprinted = time.perf_counter()
     indexed = features.index_documents(
-        [features.featured_documents(p) for p in parts], options.threshold(256), 2
+        [features.featured_documents(p) for p in parts], options.threshold(256), 2, 1
     )
     built = time.perf_counter()
-    found = [features.probe_share(indexed, s, 2, None) for s in range(2)]
+    found = [features.probe_share(indexed, s, None) for s in range(2)]
     probed = time.perf_counter()
     return {
         "pairs": sum(len(f[0]) for f in found),

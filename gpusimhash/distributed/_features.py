@@ -10,10 +10,12 @@ and their tails indexed (`gpusimhash.verify._feature_join.feature_index`), all i
 order, so that each copy of the index is the single machine's. The workers build their copies
 at once, where one index shipped to every worker would leave all but one idle while it is built
 and then move more bytes than the features it is built from. The probing, nearly all of the
-join's work, is split by the documents that probe: share ``s`` of ``k`` probes the blocks
-``s, s + k, ...`` of the index (`probe_share`; `gpusimhash.verify._feature_join.probe_blocks`)
-on its worker's copy, once the index's reads are checked against the budget as one machine
-checks them. Every passing pair of documents is found by exactly one share; each share names
+join's work, is split by the documents that probe: share ``s`` of ``k`` probes the ``s``-th of
+``k`` ranges of positions in size-key order, of about equal reads (`probe_share`;
+`gpusimhash.verify._feature_join.range_bounds` and `probe_range`), on its worker's copy, once
+the index's reads are checked against the budget as one machine checks them. A range's
+documents are probed in order, so that each worker reads the postings and documents near its
+own: shares interleaved over every position took 1.2x as long in all (`probe_range`). Every passing pair of documents is found by exactly one share; each share names
 its pairs by their codes' lowest rows, as the table and tile tasks do. Where some code has two
 representatives (documents of that code with other features), two shares may find one pair of
 codes (`IndexedDocuments.shared_codes`), and the clustering keeps each once
@@ -42,7 +44,8 @@ from gpusimhash.verify._feature_join import (
     check_pairs,
     check_reads,
     feature_index,
-    probe_blocks,
+    probe_range,
+    range_bounds,
 )
 from gpusimhash.verify._features import DocumentFeatures
 from gpusimhash.verify._threshold import Threshold
@@ -77,8 +80,10 @@ class IndexedDocuments:
         The representatives' index, in the single machine's order.
     code_rows : ndarray, dtype int64
         The lowest global row of each representative's code (the code's name in the pairs).
+    bounds : ndarray, dtype int64
+        The shares' ranges of positions: share ``s`` probes ``[bounds[s], bounds[s + 1])``.
     n_blocks : int
-        Blocks of the index, dealt to the shares in turn.
+        Interleaved blocks of each share (`blocks`).
     distinct_codes : int
         Distinct codes of the featured documents.
     members : ndarray, shape (k, 2), dtype int64
@@ -96,6 +101,7 @@ class IndexedDocuments:
 
     index: FeatureIndex
     code_rows: np.ndarray
+    bounds: np.ndarray
     n_blocks: int
     distinct_codes: int
     members: np.ndarray
@@ -116,11 +122,13 @@ def featured_documents(part: Part) -> Featured:
     return local, code_words(part.codes[local]), part.features.take(local), part.n_docs
 
 
-def index_documents(parts: list[Featured], limit: Threshold, n_blocks: int) -> IndexedDocuments:
+def index_documents(
+    parts: list[Featured], limit: Threshold, shares: int, n_blocks: int
+) -> IndexedDocuments:
     """Collapse the codes, choose the representatives and index them, as one machine (a task).
 
     Every worker that probes builds this index: the same index from the same inputs, with the
-    same blocks wherever it is built, so that a share probes the same documents on any copy.
+    same shares wherever it is built, so that a share probes the same documents on any copy.
 
     Parameters
     ----------
@@ -129,8 +137,10 @@ def index_documents(parts: list[Featured], limit: Threshold, n_blocks: int) -> I
         their global rows follow from the partitions' sizes.
     limit : Threshold
         A verified threshold above 0.
+    shares : int
+        The shares that probe it, ``>= 1``: ranges of positions of about equal reads.
     n_blocks : int
-        Blocks of the index, dealt to the shares in turn (`blocks`).
+        Interleaved blocks of each share (`blocks`).
 
     Returns
     -------
@@ -162,6 +172,7 @@ def index_documents(parts: list[Featured], limit: Threshold, n_blocks: int) -> I
     return IndexedDocuments(
         index=index,
         code_rows=rows[first[inverse[representative]]],
+        bounds=range_bounds(index, shares),
         n_blocks=n_blocks,
         distinct_codes=int(unique.shape[0]),
         members=np.stack([rows[shared], rows[first[inverse[shared]]]], axis=1),
@@ -186,28 +197,28 @@ def worker_room() -> int | None:
     return max(0, int(limit) - held)
 
 
-def blocks(shares: int, worker_threads: int) -> int:
-    """Return the blocks of an index probed in ``shares``: two per thread of the workers' loops.
+def blocks(worker_threads: int) -> int:
+    """Return the interleaved blocks of a share: one on one thread, else two per thread.
+
+    Blocks balance a share's windows between threads; one thread probes its range in order.
 
     Parameters
     ----------
-    shares : int
-        The shares that probe the index.
     worker_threads : int
         The most threads of the compiled loops on any worker (`threads` there).
 
     Examples
     --------
-    >>> blocks(4, 1)
-    8
+    >>> blocks(1), blocks(4)
+    (1, 8)
     """
-    return shares * _BLOCKS_PER_THREAD * worker_threads
+    return 1 if worker_threads <= 1 else _BLOCKS_PER_THREAD * worker_threads
 
 
 def probe_share(
-    indexed: IndexedDocuments, share: int, shares: int, max_pairs: int | None
+    indexed: IndexedDocuments, share: int, max_pairs: int | None
 ) -> tuple[np.ndarray, int]:
-    """Probe one share of the index's blocks; name the passing pairs by their codes (a task).
+    """Probe one share of the index's positions; name the passing pairs by their codes (a task).
 
     The index's reads are checked against the budget first, as one machine checks them before
     it probes: an index over budget is refused by every share before any probing.
@@ -216,8 +227,8 @@ def probe_share(
     ----------
     indexed : IndexedDocuments
         The index (left unchanged).
-    share, shares : int
-        This share, of how many: it probes blocks ``share, share + shares, ...``.
+    share : int
+        This share: it probes positions ``bounds[share]`` to ``bounds[share + 1]``.
     max_pairs : int, optional
         Refuse more passing pairs of documents than this (the whole join's budget), and an
         index whose probes would read more postings than it allows; and, on a Dask worker,
@@ -232,9 +243,14 @@ def probe_share(
         Passing pairs of documents found.
     """
     check_reads(indexed.index, max_pairs)
-    blocks = np.arange(share, indexed.n_blocks, shares)
-    found = probe_blocks(
-        indexed.index, blocks, indexed.n_blocks, max_pairs=max_pairs, worker_room=worker_room()
+    start, stop = int(indexed.bounds[share]), int(indexed.bounds[share + 1])
+    found = probe_range(
+        indexed.index,
+        start,
+        stop,
+        indexed.n_blocks,
+        max_pairs=max_pairs,
+        worker_room=worker_room(),
     )
     a, b = indexed.code_rows[found.pairs[:, 0]], indexed.code_rows[found.pairs[:, 1]]
     differ = a != b

@@ -75,12 +75,13 @@ class JoinStage(RunState):
         shares = _SHARES_PER_WORKER * self.n_workers
         worker_threads = client.run(threads)
         workers = sorted(worker_threads) or [None]
-        n_blocks = features.blocks(shares, max(worker_threads.values(), default=1))
+        n_blocks = features.blocks(max(worker_threads.values(), default=1))
         replicas = [
             client.submit(
                 features.index_documents,
                 featured,
                 self.limit,
+                shares,
                 n_blocks,
                 key=self.key("feature-index", w),
                 **_on(worker),
@@ -171,7 +172,6 @@ class JoinStage(RunState):
                 features.probe_share,
                 replicas[s % len(replicas)],
                 s,
-                shares,
                 budget,
                 key=self.key("feature-share", s),
                 **_on(workers[s % len(workers)]),

@@ -58,8 +58,8 @@ def _parts(bounds):
 def test_shares_give_the_single_machines_pairs_once(cuts, shares, n_blocks, n_tasks, measure):
     limit = plan_threshold(64, **{measure[0]: measure[1]})
     bounds = [0, *sorted(cuts), len(TEXTS)]
-    indexed = features.index_documents(_parts(bounds), limit, n_blocks)
-    found = [features.probe_share(indexed, s, shares, None) for s in range(shares)]
+    indexed = features.index_documents(_parts(bounds), limit, shares, n_blocks)
+    found = [features.probe_share(indexed, s, None) for s in range(shares)]
     # kept once each by a shuffle (the components), or by the one task of the whole group
     routed = [_pairs.route_pairs(f[0], n_tasks) for f in found]
     kept = [_pairs.distinct_pairs([r[j] for r in routed]) for j in range(n_tasks)]
@@ -84,17 +84,17 @@ def test_a_code_of_two_feature_sets_is_deduplicated():
     words = np.zeros((3, 1), np.uint64)
     words[2] = 1
     parts = [(np.arange(3), words, DocumentFeatures.from_batch(batch), 3)]
-    indexed = features.index_documents(parts, plan_threshold(64, min_cosine=0.5), 1)
+    indexed = features.index_documents(parts, plan_threshold(64, min_cosine=0.5), 1, 1)
     assert indexed.shared_codes
-    pairs, passing = features.probe_share(indexed, 0, 1, None)
+    pairs, passing = features.probe_share(indexed, 0, None)
     assert passing == 3  # (0, 1) within the code, (0, 2), (1, 2)
     assert pairs.tolist() == [[0, 2]]
 
 
 def test_the_budget_is_the_whole_joins():
     limit = plan_threshold(64)
-    indexed = features.index_documents(_parts([0, len(TEXTS)]), limit, 2)
-    passing = sum(features.probe_share(indexed, s, 2, None)[1] for s in range(2))
+    indexed = features.index_documents(_parts([0, len(TEXTS)]), limit, 2, 1)
+    passing = sum(features.probe_share(indexed, s, None)[1] for s in range(2))
     features.check_passing(passing, limit, passing)
     with pytest.raises(
         ValueError, match=rf"{passing:,} document pairs .* budget of {passing - 1:,}"
@@ -117,29 +117,29 @@ def test_distinct_pairs_are_numpys_distinct_rows(pairs):
 
 def test_an_index_over_a_workers_memory_is_refused_before_it_is_built(monkeypatch):
     limit, parts = plan_threshold(64), _parts([0, 300, 600])
-    built = features.index_documents(parts, limit, 4).index  # outside a worker: no limit
+    built = features.index_documents(parts, limit, 2, 2).index  # outside a worker: no limit
     documents, entries = built.n_docs, built.arrays[0].size  # the representatives'
     assert documents < len(TEXTS)  # fewer than the documents: their duplicates are left out
     room = _feature_join.INDEX_BYTES_PER_ENTRY * entries
     monkeypatch.setattr(features, "worker_room", lambda: room - 1)
     what = rf"index of {documents:,} documents \({entries:,} feature entries\) .* on every worker"
     with pytest.raises(MemoryRefusal, match=what):
-        features.index_documents(parts, limit, 4)
+        features.index_documents(parts, limit, 2, 2)
     monkeypatch.setattr(features, "worker_room", lambda: room)
-    assert features.index_documents(parts, limit, 4).index.n_docs == documents
+    assert features.index_documents(parts, limit, 2, 2).index.n_docs == documents
 
 
 def test_a_shares_pairs_over_a_workers_memory_are_refused_as_they_are_found(monkeypatch):
     limit, parts = plan_threshold(64), _parts([0, 300, 600])
-    indexed = features.index_documents(parts, limit, 4)
-    _, passing = features.probe_share(indexed, 0, 2, None)  # outside a worker: no limit
+    indexed = features.index_documents(parts, limit, 2, 2)
+    _, passing = features.probe_share(indexed, 0, None)  # outside a worker: no limit
     assert passing > 0
     monkeypatch.setattr(features, "worker_room", lambda: 20 * passing - 1)
     what = rf"{passing:,} document pairs .* this Dask worker had left of its memory limit"
     with pytest.raises(MemoryRefusal, match=what):
-        features.probe_share(indexed, 0, 2, None)
+        features.probe_share(indexed, 0, None)
     monkeypatch.setattr(features, "worker_room", lambda: 20 * passing)
-    assert features.probe_share(indexed, 0, 2, None)[1] == passing
+    assert features.probe_share(indexed, 0, None)[1] == passing
 
 
 @pytest.mark.slow

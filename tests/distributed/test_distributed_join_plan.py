@@ -265,7 +265,7 @@ def test_a_feature_join_over_budget_is_refused_before_any_probe_as_on_one_machin
     with pytest.raises(ValueError, match="would read .* postings") as single:
         dedup_file(default_corpus / "all.jsonl", tmp_path / "single", **budget)
     probed = []
-    monkeypatch.setattr(_features, "probe_blocks", lambda *args, **kwargs: probed.append(args))
+    monkeypatch.setattr(_features, "probe_range", lambda *args, **kwargs: probed.append(args))
     with (
         distributed.Client(
             processes=False, n_workers=1, threads_per_worker=1, dashboard_address=":0"

@@ -1,6 +1,7 @@
 """The feature join finds exactly the pairs a brute-force comparison of every pair keeps."""
 
 import dataclasses
+import itertools
 import tracemalloc
 
 import numpy as np
@@ -270,17 +271,17 @@ def test_more_pairs_than_the_budget_are_refused(monkeypatch, plan):
 
 
 def counted_reads(index):
-    """The postings every probe reads, counted apart: per tail entry of ``x``, the postings of
+    """The postings each probe reads, counted apart: per tail entry of ``x``, the postings of
     its feature from documents in ``[first_partner[x], x)``."""
     starts, entry_rank, ordered = index.index[:3]
     posting_offsets, posting_docs = index.index[6], index.index[7]
     first_partner, offsets = index.index[10], index.arrays[1]
-    reads = 0
+    reads = np.zeros(index.n_docs, np.int64)
     for x in range(index.n_docs):
         for k in range(starts[x], offsets[x + 1]):
             r = entry_rank[ordered[k]]
             docs = posting_docs[posting_offsets[r] : posting_offsets[r + 1]]
-            reads += int(np.count_nonzero((docs >= first_partner[x]) & (docs < x)))
+            reads[x] += int(np.count_nonzero((docs >= first_partner[x]) & (docs < x)))
     return reads
 
 
@@ -288,7 +289,71 @@ def counted_reads(index):
 @given(features=corpora(), value=THRESHOLDS, measure=st.sampled_from(["cosine", "jaccard"]))
 def test_the_index_counts_its_probes_reads(features, value, measure):
     index = _feature_join.feature_index(features, measure, value)
-    assert index.reads == counted_reads(index)
+    np.testing.assert_array_equal(index.doc_reads, counted_reads(index))
+    assert index.reads == index.doc_reads.sum()
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    features=corpora(),
+    measure=st.sampled_from(["cosine", "jaccard"]),
+    value=THRESHOLDS,
+    n_ranges=st.integers(1, 5),
+    n_blocks=st.integers(1, 4),
+    window=st.sampled_from([2, 5, 1 << 15]),
+    room=st.sampled_from([1, 1 << 18]),
+)
+def test_ranges_probed_apart_find_the_joins_pairs_once(
+    features, measure, value, n_ranges, n_blocks, window, room
+):
+    # ranges of positions cut by their reads, each probed on its own (in blocks, windows and
+    # rooms small enough to resume) from one index: every pair once, the index left as it was
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_feature_join, "WINDOW_DOCS", window)
+        patch.setattr(_feature_join, "PAIRS_PER_BLOCK", room)
+        whole = feature_join(features, measure, value, plan="index")
+        index = _feature_join.feature_index(features, measure, value)
+        cursor = index.index[-1].copy()
+        bounds = _feature_join.range_bounds(index, n_ranges)
+        found = [
+            _feature_join.probe_range(index, int(a), int(b), n_blocks)
+            for a, b in itertools.pairwise(bounds)
+        ]
+    np.testing.assert_array_equal(index.index[-1], cursor)
+    pairs = np.concatenate([f.pairs for f in found])
+    similarity = np.concatenate([f.similarity for f in found])
+    order, expected = np.lexsort(pairs.T[::-1]), np.lexsort(whole.pairs.T[::-1])
+    np.testing.assert_array_equal(pairs[order], whole.pairs[expected])
+    np.testing.assert_array_equal(similarity[order], whole.similarity[expected])
+    assert sum(f.candidates for f in found) == whole.candidates
+
+
+@settings(max_examples=60, deadline=None)
+@given(features=corpora(), n_ranges=st.integers(1, 6))
+def test_ranges_cut_the_positions_by_their_reads(features, n_ranges):
+    index = _feature_join.feature_index(features, "cosine", 0.5)
+    bounds = _feature_join.range_bounds(index, n_ranges)
+    assert bounds.size == n_ranges + 1
+    assert bounds[0] == 0
+    assert bounds[-1] == index.n_docs
+    assert (np.diff(bounds) >= 0).all()
+    # each range's work (reads, and one per document) is within one document's of an even cut
+    work = index.doc_reads + 1
+    done = np.concatenate([[0], np.cumsum(work)])
+    each = done[bounds[1:]] - done[bounds[:-1]]
+    assert (np.abs(each - work.sum() / n_ranges) <= work.max(initial=0)).all()
+
+
+def test_ranges_outside_the_positions_are_refused():
+    index = _feature_join.feature_index(
+        DocumentFeatures.from_batch(featurize(["a b", "a b c"])), "cosine", 0.5
+    )
+    with pytest.raises(ValueError, match=r"the range must lie in \[0, 2\], got \[1, 3\)"):
+        _feature_join.probe_range(index, 1, 3, 1)
+    with pytest.raises(ValueError, match="n_blocks must be at least 1, got 0"):
+        _feature_join.probe_range(index, 0, 2, 0)
+    with pytest.raises(ValueError, match="n_ranges must be at least 1, got 0"):
+        _feature_join.range_bounds(index, 0)
 
 
 def test_an_index_that_would_read_too_much_is_refused_before_probing(monkeypatch):
