@@ -61,7 +61,7 @@ def worker_work(folder: Path) -> dict[str, float]:
     parts = [partitions.fingerprint_part(p, settings, read) for p in sorted(folder.iterdir())]
     fingerprinted = time.perf_counter()
     indexed = features.index_documents(
-        [features.featured_documents(p) for p in parts], options.threshold(256), 2, 1
+        [features.featured_documents(p) for p in parts], options.threshold(256), 2
     )
     built = time.perf_counter()
     found = [features.probe_share(indexed, s, None) for s in range(2)]

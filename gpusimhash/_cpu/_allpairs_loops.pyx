@@ -713,7 +713,8 @@ def passing_pairs(
         &squared_norms[0],
     )
     cdef const weight_t *weights_at = &weights[0]
-    cdef int n_threads = threads()
+    # no more threads than blocks: a probe of one block runs on its caller's thread alone
+    cdef int n_threads = min(threads(), n_blocks)
     for block in prange(n_blocks, nogil=True, schedule="dynamic", num_threads=n_threads):
         _probe_block(
             block, &resume[0], n_blocks, n_docs, window, stop, room, longest, index, documents,

@@ -53,7 +53,6 @@ from gpusimhash.verify._units import feature_units
 
 __all__ = [
     "IndexedDocuments",
-    "blocks",
     "check_passing",
     "featured_documents",
     "index_documents",
@@ -64,7 +63,6 @@ __all__ = [
     "worker_room",
 ]
 
-_BLOCKS_PER_THREAD = 2  # blocks of each share per thread of a worker's compiled loops
 # a partition's featured documents: their rows in it, codes (uint64 words), features, and the
 # partition's documents
 Featured = tuple[np.ndarray, np.ndarray, DocumentFeatures, int]
@@ -82,8 +80,6 @@ class IndexedDocuments:
         The lowest global row of each representative's code (the code's name in the pairs).
     bounds : ndarray, dtype int64
         The shares' ranges of positions: share ``s`` probes ``[bounds[s], bounds[s + 1])``.
-    n_blocks : int
-        Interleaved blocks of each share (`blocks`).
     distinct_codes : int
         Distinct codes of the featured documents.
     members : ndarray, shape (k, 2), dtype int64
@@ -102,7 +98,6 @@ class IndexedDocuments:
     index: FeatureIndex
     code_rows: np.ndarray
     bounds: np.ndarray
-    n_blocks: int
     distinct_codes: int
     members: np.ndarray
     input_bytes: int
@@ -122,9 +117,7 @@ def featured_documents(part: Part) -> Featured:
     return local, code_words(part.codes[local]), part.features.take(local), part.n_docs
 
 
-def index_documents(
-    parts: list[Featured], limit: Threshold, shares: int, n_blocks: int
-) -> IndexedDocuments:
+def index_documents(parts: list[Featured], limit: Threshold, shares: int) -> IndexedDocuments:
     """Collapse the codes, choose the representatives and index them, as one machine (a task).
 
     Every worker that probes builds this index: the same index from the same inputs, with the
@@ -139,8 +132,6 @@ def index_documents(
         A verified threshold above 0.
     shares : int
         The shares that probe it, ``>= 1``: ranges of positions of about equal reads.
-    n_blocks : int
-        Interleaved blocks of each share (`blocks`).
 
     Returns
     -------
@@ -173,7 +164,6 @@ def index_documents(
         index=index,
         code_rows=rows[first[inverse[representative]]],
         bounds=range_bounds(index, shares),
-        n_blocks=n_blocks,
         distinct_codes=int(unique.shape[0]),
         members=np.stack([rows[shared], rows[first[inverse[shared]]]], axis=1),
         input_bytes=sum(_featured_bytes(p) for p in parts),
@@ -195,24 +185,6 @@ def worker_room() -> int | None:
     if not limit or held is None:
         return None
     return max(0, int(limit) - held)
-
-
-def blocks(worker_threads: int) -> int:
-    """Return the interleaved blocks of a share: one on one thread, else two per thread.
-
-    Blocks balance a share's windows between threads; one thread probes its range in order.
-
-    Parameters
-    ----------
-    worker_threads : int
-        The most threads of the compiled loops on any worker (`threads` there).
-
-    Examples
-    --------
-    >>> blocks(1), blocks(4)
-    (1, 8)
-    """
-    return 1 if worker_threads <= 1 else _BLOCKS_PER_THREAD * worker_threads
 
 
 def probe_share(
@@ -244,14 +216,7 @@ def probe_share(
     """
     check_reads(indexed.index, max_pairs)
     start, stop = int(indexed.bounds[share]), int(indexed.bounds[share + 1])
-    found = probe_range(
-        indexed.index,
-        start,
-        stop,
-        indexed.n_blocks,
-        max_pairs=max_pairs,
-        worker_room=worker_room(),
-    )
+    found = probe_range(indexed.index, start, stop, max_pairs=max_pairs, worker_room=worker_room())
     a, b = indexed.code_rows[found.pairs[:, 0]], indexed.code_rows[found.pairs[:, 1]]
     differ = a != b
     pairs = np.stack([np.minimum(a, b)[differ], np.maximum(a, b)[differ]], axis=1)

@@ -21,7 +21,6 @@ from typing import Any
 
 import numpy as np
 
-from gpusimhash._cpu._threads import threads
 from gpusimhash.distributed import _features as features
 from gpusimhash.distributed import _join_plan as join_plan
 from gpusimhash.distributed import _partitions as partitions
@@ -73,16 +72,13 @@ class JoinStage(RunState):
             for p, part in enumerate(self.parts)
         ]
         shares = _SHARES_PER_WORKER * self.n_workers
-        worker_threads = client.run(threads)
-        workers = sorted(worker_threads) or [None]
-        n_blocks = features.blocks(max(worker_threads.values(), default=1))
+        workers = sorted(client.scheduler_info().get("workers", {})) or [None]
         replicas = [
             client.submit(
                 features.index_documents,
                 featured,
                 self.limit,
                 shares,
-                n_blocks,
                 key=self.key("feature-index", w),
                 **_on(worker),
             )

@@ -18,11 +18,12 @@ next round; the passing pairs are kept (20 bytes each), and ``max_pairs`` bounds
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 
-from gpusimhash import _segments
 from gpusimhash._cpu._allpairs_loops import (
     entry_shares,
     fill_postings,
@@ -54,8 +55,8 @@ READS_PER_PAIR = 100
 # 98 on PyPI summaries, whose tails hold 43% to 58% of the entries, and 88 to 103 on synthetic
 # corpora whose tails hold 51% to 94% (tracemalloc, bench/results/index_memory_cpu.json)
 INDEX_BYTES_PER_ENTRY = 120
-# interleaved blocks of documents per thread (each block holds 28 bytes per document)
-_BLOCKS_PER_THREAD = 2
+# ranges of positions per thread of a probe: a thread done early takes the next
+_RANGES_PER_THREAD = 2
 _MEASURES = {"cosine": COSINE, "jaccard": JACCARD}
 PLANS = ("index", "product")
 _NAMES = {code: name for name, code in _MEASURES.items()}
@@ -142,8 +143,7 @@ def feature_join(
         return _product_join(features, tails(features, measure, value), measure, value, max_pairs)
     index = feature_index(features, measure, value)
     check_reads(index, max_pairs)
-    n_blocks = _BLOCKS_PER_THREAD * threads()
-    return probe_blocks(index, np.arange(n_blocks), n_blocks, max_pairs=max_pairs)
+    return probe_range(index, 0, index.n_docs, max_pairs=max_pairs)
 
 
 def _product_join(
@@ -299,29 +299,31 @@ def _index_by_size(
     return FeatureIndex(order, index, arrays, code, value, reads)
 
 
-def probe_blocks(
+def probe_range(
     index: FeatureIndex,
-    blocks: np.ndarray,
-    n_blocks: int,
+    start: int,
+    stop: int,
     *,
     max_pairs: int | None = None,
     worker_room: int | None = None,
 ) -> FeatureJoin:
-    """Find the passing pairs whose later document (in size-key order) is in some blocks.
+    """Find the passing pairs whose later document (in size-key order) is in a range of positions.
 
-    Block ``b`` of ``n_blocks`` holds the documents at positions ``b + 1``,
-    ``b + 1 + n_blocks``, ... (the first document has no earlier one to pair with); each pair
-    is found by the block of its later document, so blocks that partition
-    ``range(n_blocks)`` find every pair of `feature_join` once, wherever each part runs.
+    Ranges that partition ``[0, n_docs)`` find every pair of `feature_join` once, wherever
+    each runs. The range is cut into ranges of about equal reads (`range_bounds`), two per
+    thread of the compiled loops, each probed by one thread in position order, so that
+    consecutive probes read neighbouring postings and documents. On the first 200,000 PyPI
+    summaries (every document indexed, cosine 0.8, measured by hand), 4 ranges took 1.19 to
+    1.24 s in all on one thread, where 4 shares of documents interleaved over every position
+    took 1.42 to 1.47 s; on 2 threads, 4 ranges took 0.71 to 0.78 s and 4 interleaved blocks
+    (one window at a time for both threads) 0.86 to 0.90 s.
 
     Parameters
     ----------
     index : FeatureIndex
         The documents, indexed (`feature_index`); left unchanged.
-    blocks : ndarray of int
-        The blocks to probe, distinct, in ``[0, n_blocks)``.
-    n_blocks : int
-        Blocks in all.
+    start, stop : int
+        The positions probed, ``0 <= start <= stop <= n_docs`` (`range_bounds`).
     max_pairs : int, optional
         Refuse, as soon as they are found, more passing pairs than this.
     worker_room : int, optional
@@ -330,12 +332,12 @@ def probe_blocks(
     Returns
     -------
     FeatureJoin
-        Pairs in the input numbering.
+        Pairs in the input numbering, range by range.
 
     Raises
     ------
     ValueError
-        Blocks outside ``[0, n_blocks)``, or more than ``max_pairs`` pairs.
+        A range outside ``[0, n_docs]``, or more than ``max_pairs`` pairs.
     MemoryError
         Pairs found that the memory available, or ``worker_room``, cannot hold.
 
@@ -344,76 +346,35 @@ def probe_blocks(
     >>> from gpusimhash.fingerprinting import featurize
     >>> docs = ["the cat sat", "the cat sat down", "a dog ran", "the cat sat"]
     >>> index = feature_index(DocumentFeatures.from_batch(featurize(docs)), "cosine", 0.8)
-    >>> sorted(len(probe_blocks(index, np.array([b]), 2).pairs) for b in (0, 1))
-    [1, 2]
-    """
-    blocks = np.asarray(blocks, dtype=np.int64)
-    if blocks.size and not (blocks.min() >= 0 and blocks.max() < n_blocks):
-        raise ValueError(f"blocks must lie in [0, {n_blocks}), got {blocks.tolist()}")
-    found = _probe_by_size(index, 0, index.n_docs, blocks, n_blocks, max_pairs, worker_room)
-    return _in_input_order(index, found)
-
-
-def probe_range(
-    index: FeatureIndex,
-    start: int,
-    stop: int,
-    n_blocks: int,
-    *,
-    max_pairs: int | None = None,
-    worker_room: int | None = None,
-) -> FeatureJoin:
-    """Find the passing pairs whose later document (in size-key order) is in a range of positions.
-
-    Ranges that partition ``[0, n_docs)`` find every pair of `feature_join` once, wherever
-    each runs. A range's documents are probed in position order (by ``n_blocks`` interleaved
-    blocks, for the threads), so consecutive probes read neighbouring postings and documents:
-    on one thread, 4 ranges of the first 200,000 PyPI summaries took 1.19 to 1.24 s in all,
-    where 4 shares of 2 blocks of 8 interleaved over every position took 1.42 to 1.47 s
-    (measured by hand).
-
-    Parameters
-    ----------
-    index : FeatureIndex
-        The documents, indexed (`feature_index`); left unchanged.
-    start, stop : int
-        The positions probed, ``0 <= start <= stop <= n_docs`` (`range_bounds`).
-    n_blocks : int
-        Interleaved blocks of the range, ``>= 1``: one per thread or two, for balance.
-    max_pairs, worker_room
-        As `probe_blocks`.
-
-    Returns
-    -------
-    FeatureJoin
-        Pairs in the input numbering.
-
-    Raises
-    ------
-    ValueError
-        A range outside ``[0, n_docs]``, fewer than 1 block, or more than ``max_pairs`` pairs.
-    MemoryError
-        As `probe_blocks`.
-
-    Examples
-    --------
-    >>> from gpusimhash.fingerprinting import featurize
-    >>> docs = ["the cat sat", "the cat sat down", "a dog ran", "the cat sat"]
-    >>> index = feature_index(DocumentFeatures.from_batch(featurize(docs)), "cosine", 0.8)
-    >>> [len(probe_range(index, a, b, 1).pairs) for a, b in ((0, 2), (2, 4))]
+    >>> [len(probe_range(index, a, b).pairs) for a, b in ((0, 2), (2, 4))]
     [0, 3]
     """
     if not 0 <= start <= stop <= index.n_docs:
         raise ValueError(f"the range must lie in [0, {index.n_docs}], got [{start}, {stop})")
-    if n_blocks < 1:
-        raise ValueError(f"n_blocks must be at least 1, got {n_blocks}")
-    blocks = np.arange(n_blocks)
-    found = _probe_by_size(index, start, stop, blocks, n_blocks, max_pairs, worker_room)
-    return _in_input_order(index, found)
+    n_threads = threads()
+    bounds = range_bounds(
+        index, 1 if n_threads == 1 else _RANGES_PER_THREAD * n_threads, start, stop
+    )
+    count = _PairCount(max_pairs, _NAMES[index.measure], index.value, worker_room)
+
+    def probe(r: int) -> FeatureJoin:
+        return _probe_by_size(index, int(bounds[r]), int(bounds[r + 1]), count)
+
+    if n_threads == 1:
+        found = [probe(0)]
+    else:
+        with ThreadPoolExecutor(n_threads) as pool:
+            found = list(pool.map(probe, range(bounds.size - 1)))
+    pairs = index.order[np.concatenate([np.zeros((0, 2), np.int64), *(f.pairs for f in found)])]
+    pairs.sort(axis=1)
+    similarity = np.concatenate([np.zeros(0), *(f.similarity for f in found)])
+    return FeatureJoin(pairs, similarity, sum(f.candidates for f in found), index.indexed)
 
 
-def range_bounds(index: FeatureIndex, n_ranges: int) -> np.ndarray:
-    """Cut the positions into ``n_ranges`` ranges of about equal reads (`probe_range`).
+def range_bounds(
+    index: FeatureIndex, n_ranges: int, start: int = 0, stop: int | None = None
+) -> np.ndarray:
+    """Cut positions ``[start, stop)`` into ``n_ranges`` ranges of about equal reads (`probe_range`).
 
     Parameters
     ----------
@@ -421,11 +382,13 @@ def range_bounds(index: FeatureIndex, n_ranges: int) -> np.ndarray:
         The index.
     n_ranges : int
         Ranges, ``>= 1``.
+    start, stop : int, optional
+        The positions cut; default all of them.
 
     Returns
     -------
     ndarray, shape (n_ranges + 1,), dtype int64
-        Ascending bounds from 0 to ``n_docs``: range ``r`` is ``[bounds[r], bounds[r + 1])``.
+        Ascending bounds from ``start`` to ``stop``: range ``r`` is ``[bounds[r], bounds[r + 1])``.
 
     Examples
     --------
@@ -437,59 +400,55 @@ def range_bounds(index: FeatureIndex, n_ranges: int) -> np.ndarray:
     """
     if n_ranges < 1:
         raise ValueError(f"n_ranges must be at least 1, got {n_ranges}")
+    stop = index.n_docs if stop is None else stop
     # each document costs a little beyond its reads (its turn in every window's sweep)
-    work = np.cumsum(index.doc_reads + 1)
+    work = np.cumsum(index.doc_reads[start:stop] + 1)
     total = int(work[-1]) if work.size else 0
     cuts = np.searchsorted(work, np.arange(1, n_ranges) * total / n_ranges, side="right")
-    return np.concatenate([[0], cuts, [index.n_docs]]).astype(np.int64)
+    return np.concatenate([[start], start + cuts, [stop]]).astype(np.int64)
 
 
-def _in_input_order(index: FeatureIndex, found: FeatureJoin) -> FeatureJoin:
-    """Name the pairs found in size-key positions by their input documents, lower first."""
-    pairs = index.order[found.pairs]
-    pairs.sort(axis=1)
-    return FeatureJoin(pairs, found.similarity, found.candidates, found.indexed)
+class _PairCount:
+    """The passing pairs a probe's threads found so far, checked as each adds its own."""
+
+    def __init__(
+        self, max_pairs: int | None, measure: str, value: float, worker_room: int | None
+    ) -> None:
+        self.found = 0
+        self._lock = threading.Lock()
+        self._limits = (max_pairs, measure, value, worker_room)
+
+    def add(self, pairs: int) -> None:
+        """Count more pairs found; refuse the total over the budget or memory (`check_pairs`)."""
+        with self._lock:
+            self.found += pairs
+            found = self.found
+        max_pairs, measure, value, worker_room = self._limits
+        check_pairs(found, max_pairs, measure, value, worker_room)
 
 
-def _probe_by_size(
-    index: FeatureIndex,
-    start: int,
-    stop: int,
-    blocks: np.ndarray,
-    n_blocks: int,
-    max_pairs: int | None,
-    worker_room: int | None,
-) -> FeatureJoin:
-    """Probe some blocks of the positions ``[start, stop)``; pairs in size-key positions.
-
-    Block ``b`` holds the range's positions ``x`` with ``x - 1 - b`` a multiple of
-    ``n_blocks`` (over every position, `probe_blocks`' blocks).
-    """
+def _probe_by_size(index: FeatureIndex, start: int, stop: int, count: _PairCount) -> FeatureJoin:
+    """Probe the positions ``[start, stop)`` in order; pairs in size-key positions."""
     # each probe moves its documents' cursors on as the windows go: a copy of its own
     starts, *by_entry, first_partner, cursor = index.index
     states, offsets, weights, exponents, squared_norms = index.arrays
     # the compiled loop probes every document it is given: those below the range's end
     arrays = (starts[:stop], *by_entry, first_partner[:stop], cursor.copy())
     documents = (states, offsets[: stop + 1], weights, exponents[:stop], squared_norms[:stop])
-    code, value = index.measure, index.value
     room = max(WINDOW_DOCS, PAIRS_PER_BLOCK)
+    left = np.empty(room, dtype=np.int32)
+    right = np.empty(room, dtype=np.int32)
+    values = np.empty(room, dtype=np.float64)
     earlier, later, similarity = [], [], []
-    candidates = found = 0
-    block = np.arange(n_blocks, dtype=np.int64)
-    mine = np.isin(block, blocks)
+    candidates = 0
     # windows of candidates from the range's least partner on (earlier ones hold none)
     least = int(first_partner[start:stop].min()) if stop > start else stop
     for lo in range(least - least % WINDOW_DOCS, stop, WINDOW_DOCS):
         end = min(lo + WINDOW_DOCS, stop)
-        # each block's first document after the window's first: its documents stay its own
-        first = max(start, lo + 1)
-        resume = np.where(mine, first + (block + 1 - first) % n_blocks, stop)
-        while (resume < stop).any():
-            left = np.empty(n_blocks * room, dtype=np.int32)
-            right = np.empty(n_blocks * room, dtype=np.int32)
-            values = np.empty(n_blocks * room, dtype=np.float64)
-            written = np.zeros(n_blocks, dtype=np.int64)
-            compared = np.zeros(n_blocks, dtype=np.int64)
+        resume = np.array([max(start, lo + 1)], dtype=np.int64)  # later than the window's first
+        while resume[0] < stop:
+            written = np.zeros(1, dtype=np.int64)
+            compared = np.zeros(1, dtype=np.int64)
             passing_pairs(
                 resume,
                 end - lo,
@@ -497,21 +456,20 @@ def _probe_by_size(
                 room,
                 *arrays,
                 *documents,
-                code,
-                value,
+                index.measure,
+                index.value,
                 left,
                 right,
                 values,
                 written,
                 compared,
             )
-            kept = _segments.ranges(block * room, written)
-            earlier.append(left[kept])
-            later.append(right[kept])
-            similarity.append(values[kept])
-            candidates += int(compared.sum())
-            found += int(kept.size)
-            check_pairs(found, max_pairs, _NAMES[code], value, worker_room)
+            k = int(written[0])
+            earlier.append(left[:k].copy())
+            later.append(right[:k].copy())
+            similarity.append(values[:k].copy())
+            candidates += int(compared[0])
+            count.add(k)
     if not earlier:
         return FeatureJoin(np.zeros((0, 2), np.int64), np.zeros(0), 0, index.indexed)
     pairs = np.stack([np.concatenate(earlier), np.concatenate(later)], axis=1)

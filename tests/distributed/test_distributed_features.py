@@ -51,15 +51,17 @@ def _parts(bounds):
 @given(
     cuts=st.lists(st.integers(0, len(TEXTS)), max_size=4),
     shares=st.integers(1, 5),
-    n_blocks=st.integers(1, 12),
+    n_threads=st.integers(1, 3),
     n_tasks=st.integers(1, 4),
     measure=st.sampled_from([("min_cosine", 0.8), ("min_cosine", 0.6), ("min_jaccard", 0.7)]),
 )
-def test_shares_give_the_single_machines_pairs_once(cuts, shares, n_blocks, n_tasks, measure):
+def test_shares_give_the_single_machines_pairs_once(cuts, shares, n_threads, n_tasks, measure):
     limit = plan_threshold(64, **{measure[0]: measure[1]})
     bounds = [0, *sorted(cuts), len(TEXTS)]
-    indexed = features.index_documents(_parts(bounds), limit, shares, n_blocks)
-    found = [features.probe_share(indexed, s, None) for s in range(shares)]
+    indexed = features.index_documents(_parts(bounds), limit, shares)
+    with pytest.MonkeyPatch.context() as patch:  # each share on a worker of that many threads
+        patch.setattr(_feature_join, "threads", lambda: n_threads)
+        found = [features.probe_share(indexed, s, None) for s in range(shares)]
     # kept once each by a shuffle (the components), or by the one task of the whole group
     routed = [_pairs.route_pairs(f[0], n_tasks) for f in found]
     kept = [_pairs.distinct_pairs([r[j] for r in routed]) for j in range(n_tasks)]
@@ -84,7 +86,7 @@ def test_a_code_of_two_feature_sets_is_deduplicated():
     words = np.zeros((3, 1), np.uint64)
     words[2] = 1
     parts = [(np.arange(3), words, DocumentFeatures.from_batch(batch), 3)]
-    indexed = features.index_documents(parts, plan_threshold(64, min_cosine=0.5), 1, 1)
+    indexed = features.index_documents(parts, plan_threshold(64, min_cosine=0.5), 1)
     assert indexed.shared_codes
     pairs, passing = features.probe_share(indexed, 0, None)
     assert passing == 3  # (0, 1) within the code, (0, 2), (1, 2)
@@ -93,7 +95,7 @@ def test_a_code_of_two_feature_sets_is_deduplicated():
 
 def test_the_budget_is_the_whole_joins():
     limit = plan_threshold(64)
-    indexed = features.index_documents(_parts([0, len(TEXTS)]), limit, 2, 1)
+    indexed = features.index_documents(_parts([0, len(TEXTS)]), limit, 2)
     passing = sum(features.probe_share(indexed, s, None)[1] for s in range(2))
     features.check_passing(passing, limit, passing)
     with pytest.raises(
@@ -117,21 +119,21 @@ def test_distinct_pairs_are_numpys_distinct_rows(pairs):
 
 def test_an_index_over_a_workers_memory_is_refused_before_it_is_built(monkeypatch):
     limit, parts = plan_threshold(64), _parts([0, 300, 600])
-    built = features.index_documents(parts, limit, 2, 2).index  # outside a worker: no limit
+    built = features.index_documents(parts, limit, 2).index  # outside a worker: no limit
     documents, entries = built.n_docs, built.arrays[0].size  # the representatives'
     assert documents < len(TEXTS)  # fewer than the documents: their duplicates are left out
     room = _feature_join.INDEX_BYTES_PER_ENTRY * entries
     monkeypatch.setattr(features, "worker_room", lambda: room - 1)
     what = rf"index of {documents:,} documents \({entries:,} feature entries\) .* on every worker"
     with pytest.raises(MemoryRefusal, match=what):
-        features.index_documents(parts, limit, 2, 2)
+        features.index_documents(parts, limit, 2)
     monkeypatch.setattr(features, "worker_room", lambda: room)
-    assert features.index_documents(parts, limit, 2, 2).index.n_docs == documents
+    assert features.index_documents(parts, limit, 2).index.n_docs == documents
 
 
 def test_a_shares_pairs_over_a_workers_memory_are_refused_as_they_are_found(monkeypatch):
     limit, parts = plan_threshold(64), _parts([0, 300, 600])
-    indexed = features.index_documents(parts, limit, 2, 2)
+    indexed = features.index_documents(parts, limit, 2)
     _, passing = features.probe_share(indexed, 0, None)  # outside a worker: no limit
     assert passing > 0
     monkeypatch.setattr(features, "worker_room", lambda: 20 * passing - 1)

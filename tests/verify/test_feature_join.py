@@ -101,47 +101,6 @@ def test_small_windows_and_full_rooms_change_nothing(features, measure, value, w
         assert_exact(features, measure, value)
 
 
-@settings(max_examples=100, deadline=None)
-@given(
-    features=corpora(),
-    measure=st.sampled_from(["cosine", "jaccard"]),
-    value=THRESHOLDS,
-    n_blocks=st.integers(1, 7),
-    parts=st.integers(1, 4),
-    window=st.sampled_from([2, 5, 1 << 15]),
-)
-def test_blocks_probed_apart_find_the_joins_pairs_once(
-    features, measure, value, n_blocks, parts, window
-):
-    # blocks dealt to parts, each probed on its own from one index: every pair once, and the
-    # index is left as it was (the next part reads it unchanged)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(_feature_join, "WINDOW_DOCS", window)
-        whole = feature_join(features, measure, value, plan="index")
-        index = _feature_join.feature_index(features, measure, value)
-        cursor = index.index[-1].copy()
-        dealt = np.random.default_rng(n_blocks * parts).integers(0, parts, n_blocks)
-        found = [
-            _feature_join.probe_blocks(index, np.flatnonzero(dealt == p), n_blocks)
-            for p in range(parts)
-        ]
-    np.testing.assert_array_equal(index.index[-1], cursor)
-    pairs = np.concatenate([f.pairs for f in found])
-    similarity = np.concatenate([f.similarity for f in found])
-    order, expected = np.lexsort(pairs.T[::-1]), np.lexsort(whole.pairs.T[::-1])
-    np.testing.assert_array_equal(pairs[order], whole.pairs[expected])
-    np.testing.assert_array_equal(similarity[order], whole.similarity[expected])
-    assert sum(f.candidates for f in found) == whole.candidates
-
-
-def test_blocks_outside_the_range_are_refused():
-    index = _feature_join.feature_index(
-        DocumentFeatures.from_batch(featurize(["a b", "a b c"])), "cosine", 0.5
-    )
-    with pytest.raises(ValueError, match=r"blocks must lie in \[0, 3\), got \[3\]"):
-        _feature_join.probe_blocks(index, np.array([3]), 3)
-
-
 @settings(max_examples=40, deadline=None)
 @given(
     features=corpora(kinds=st.just("counts")),
@@ -270,6 +229,29 @@ def test_more_pairs_than_the_budget_are_refused(monkeypatch, plan):
     np.testing.assert_array_equal(at_budget.pairs, found.pairs)
 
 
+@pytest.mark.parametrize("n_threads", [1, 3])
+def test_the_budget_counts_the_pairs_of_every_thread(monkeypatch, n_threads):
+    # each thread's ranges alone stay under the budget: their sum does not
+    monkeypatch.setattr(_feature_join, "READS_PER_PAIR", 10**9)  # the reads' check passes
+    monkeypatch.setattr(_feature_join, "threads", lambda: n_threads)
+    features = real_text_features()
+    found = feature_join(features, "cosine", 0.8)
+    index = _feature_join.feature_index(features, "cosine", 0.8)
+    bounds = _feature_join.range_bounds(index, 2 * n_threads)
+    monkeypatch.setattr(_feature_join, "threads", lambda: 1)
+    alone = [
+        len(_feature_join.probe_range(index, a, b).pairs) for a, b in itertools.pairwise(bounds)
+    ]
+    assert sum(alone) == len(found.pairs)
+    assert max(alone) < len(found.pairs) - 1 or n_threads == 1
+    monkeypatch.setattr(_feature_join, "threads", lambda: n_threads)
+    with pytest.raises(ValueError, match="document pairs .* over the budget"):
+        feature_join(features, "cosine", 0.8, max_pairs=len(found.pairs) - 1)
+    assert len(feature_join(features, "cosine", 0.8, max_pairs=len(found.pairs)).pairs) == len(
+        found.pairs
+    )
+
+
 def counted_reads(index):
     """The postings each probe reads, counted apart: per tail entry of ``x``, the postings of
     its feature from documents in ``[first_partner[x], x)``."""
@@ -299,25 +281,25 @@ def test_the_index_counts_its_probes_reads(features, value, measure):
     measure=st.sampled_from(["cosine", "jaccard"]),
     value=THRESHOLDS,
     n_ranges=st.integers(1, 5),
-    n_blocks=st.integers(1, 4),
+    n_threads=st.integers(1, 3),
     window=st.sampled_from([2, 5, 1 << 15]),
     room=st.sampled_from([1, 1 << 18]),
 )
 def test_ranges_probed_apart_find_the_joins_pairs_once(
-    features, measure, value, n_ranges, n_blocks, window, room
+    features, measure, value, n_ranges, n_threads, window, room
 ):
-    # ranges of positions cut by their reads, each probed on its own (in blocks, windows and
-    # rooms small enough to resume) from one index: every pair once, the index left as it was
+    # ranges of positions cut by their reads, each probed on its own (on threads, in windows
+    # and rooms small enough to resume) from one index: every pair once, the index unchanged
+    whole = feature_join(features, measure, value, plan="index")
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(_feature_join, "WINDOW_DOCS", window)
         patch.setattr(_feature_join, "PAIRS_PER_BLOCK", room)
-        whole = feature_join(features, measure, value, plan="index")
+        patch.setattr(_feature_join, "threads", lambda: n_threads)
         index = _feature_join.feature_index(features, measure, value)
         cursor = index.index[-1].copy()
         bounds = _feature_join.range_bounds(index, n_ranges)
         found = [
-            _feature_join.probe_range(index, int(a), int(b), n_blocks)
-            for a, b in itertools.pairwise(bounds)
+            _feature_join.probe_range(index, int(a), int(b)) for a, b in itertools.pairwise(bounds)
         ]
     np.testing.assert_array_equal(index.index[-1], cursor)
     pairs = np.concatenate([f.pairs for f in found])
@@ -326,6 +308,9 @@ def test_ranges_probed_apart_find_the_joins_pairs_once(
     np.testing.assert_array_equal(pairs[order], whole.pairs[expected])
     np.testing.assert_array_equal(similarity[order], whole.similarity[expected])
     assert sum(f.candidates for f in found) == whole.candidates
+    expected_pairs, expected_similarity = brute_force(features, measure, value)
+    np.testing.assert_array_equal(pairs[order], expected_pairs)
+    np.testing.assert_array_equal(similarity[order], expected_similarity)
 
 
 @settings(max_examples=60, deadline=None)
@@ -349,9 +334,7 @@ def test_ranges_outside_the_positions_are_refused():
         DocumentFeatures.from_batch(featurize(["a b", "a b c"])), "cosine", 0.5
     )
     with pytest.raises(ValueError, match=r"the range must lie in \[0, 2\], got \[1, 3\)"):
-        _feature_join.probe_range(index, 1, 3, 1)
-    with pytest.raises(ValueError, match="n_blocks must be at least 1, got 0"):
-        _feature_join.probe_range(index, 0, 2, 0)
+        _feature_join.probe_range(index, 1, 3)
     with pytest.raises(ValueError, match="n_ranges must be at least 1, got 0"):
         _feature_join.range_bounds(index, 0)
 
@@ -361,7 +344,7 @@ def test_an_index_that_would_read_too_much_is_refused_before_probing(monkeypatch
     index = _feature_join.feature_index(features, "cosine", 0.5)
     assert index.reads > 10 * _feature_join.READS_PER_PAIR
     probed = []
-    monkeypatch.setattr(_feature_join, "probe_blocks", lambda *a, **k: probed.append(a))
+    monkeypatch.setattr(_feature_join, "probe_range", lambda *a, **k: probed.append(a))
     budget = -(-index.reads // _feature_join.READS_PER_PAIR) - 1  # one pair short
     with pytest.raises(ValueError, match=rf"would read {index.reads:,} postings .* raise the"):
         feature_join(features, "cosine", 0.5, max_pairs=budget, plan="index")
