@@ -2,8 +2,8 @@
 
 A change that must keep the speed (a re-housing, a refactor) is measured against the revision
 before it side by side: each round runs the script once in a clean checkout of the base revision
-(``git worktree``, its own package and Numba cache) and once in this checkout, alternating, so
-that machine load falls on both. The script's own JSON result of every run is collected into
+(``git worktree``, its own package, compiled loops and Numba cache) and once in this checkout,
+alternating, so that machine load falls on both. The script's own JSON result of every run is collected into
 one file, with each row's figure at both revisions.
 
     python bench/compare_revisions.py --base c49a79e --result join_cpu.json \\
@@ -29,12 +29,18 @@ from _common import ROOT, write_json
 
 
 def worktree(revision: str, folder: Path) -> Path:
-    """Check the revision out into a fresh worktree (detached) and return its root."""
+    """Check the revision out into a fresh worktree (detached), its loops compiled; return it.
+
+    The compiled loops are built in place by the revision's own build hook (`hatch_build`),
+    so that the base runs its own loops, not this checkout's.
+    """
     subprocess.run(
         ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(folder), revision],
         check=True,
         capture_output=True,
     )
+    build = "import pathlib, hatch_build; hatch_build.build_loops(pathlib.Path.cwd())"
+    subprocess.run([sys.executable, "-c", build], cwd=folder, check=True, capture_output=True)
     return folder
 
 

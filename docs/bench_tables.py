@@ -441,6 +441,8 @@ NOT_SHOWN = {
     "rehousing_join.json": "compares two development revisions",
     "rehousing_join_recheck.json": "compares two development revisions",
     "rehousing_c_core.json": "compares two development revisions (quoted in the development guide)",
+    "feature_ranges_dedup_cpu.json": "compares two development revisions (quoted in the "
+    "feature join's probe_range docstring)",
 }
 
 _ABSENT = object()  # a key a row does not have (shown as a dash, like null)

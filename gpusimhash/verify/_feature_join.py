@@ -312,11 +312,16 @@ def probe_range(
     Ranges that partition ``[0, n_docs)`` find every pair of `feature_join` once, wherever
     each runs. The range is cut into ranges of about equal reads (`range_bounds`), two per
     thread of the compiled loops, each probed by one thread in position order, so that
-    consecutive probes read neighbouring postings and documents. On the first 200,000 PyPI
-    summaries (every document indexed, cosine 0.8, measured by hand), 4 ranges took 1.19 to
-    1.24 s in all on one thread, where 4 shares of documents interleaved over every position
-    took 1.42 to 1.47 s; on 2 threads, 4 ranges took 0.71 to 0.78 s and 4 interleaved blocks
-    (one window at a time for both threads) 0.86 to 0.90 s.
+    consecutive probes read neighbouring postings and documents. Measured by hand on the first
+    200,000 PyPI summaries at cosine 0.8, one document per code and feature set (as `dedup`
+    probes them), 7 runs each: on one thread the ranges took 1.29 to 1.39 s, where 2 blocks of
+    documents interleaved over every position took 1.30 to 1.47 s; on 2 threads 0.69 to
+    1.01 s against 0.61 to 0.98 s for 4 interleaved blocks, within the runs' spread. A
+    cluster's shares gain most: with every document indexed, 4 ranges took 1.19 to 1.24 s in
+    all on one thread, 4 shares of 2 blocks interleaved over 8 took 1.42 to 1.47 s. One
+    machine's whole `dedup` at the defaults on those summaries took 2.02 to 2.60 s against
+    2.05 to 2.32 s before, 4 runs each in turns (``bench/compare_revisions.py``,
+    ``bench/results/feature_ranges_dedup_cpu.json``).
 
     Parameters
     ----------
