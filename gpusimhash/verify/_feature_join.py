@@ -11,9 +11,9 @@ bounds who can pair with whom), so each document probes only the partners its si
 
 Memory: per feature entry, its rank, position, share and prefix (48 bytes) and a cursor (8);
 per indexed (tail) entry a posting (36 bytes). Candidates are verified as they are found,
-never stored: the loop writes only passing pairs, into a fixed room per block of documents
-(`PAIRS_PER_BLOCK` or `WINDOW_DOCS`, 16 bytes each) that a full block resumes from in the
-next round; the passing pairs are kept (20 bytes each), and ``max_pairs`` bounds them.
+never stored: the loop writes only passing pairs, into a fixed room per range of documents
+probed (`PAIRS_PER_BLOCK` or `WINDOW_DOCS`, 16 bytes each, one range per thread at a time)
+that a full range resumes from in the next round; the passing pairs are kept (20 bytes each), and ``max_pairs`` bounds them.
 """
 
 from __future__ import annotations
