@@ -260,9 +260,9 @@ def runs_on_driver(
     threads as its workers' compiled loops in all (`outnumbers`): where every worker builds the
     whole feature index (``whole_index``), at least as many; otherwise at least twice as many.
     This process then does the same work on those threads without the stages' fixed costs.
-    Beside a 2-core driver, at the defaults (the feature join), the driver was 1.09x to 1.97x as
+    Beside a 2-core driver, at the defaults (the feature join), the driver was 1.03x to 1.63x as
     fast as the stages of 2 one-core local workers on 50,000 to 800,000 PyPI summaries; at 128
-    bits radius 3 the stages were faster at 800,000 only (3.02 s against 3.42 s; medians of 3,
+    bits radius 3 the stages were faster at 800,000 only (3.22 s against 3.79 s; medians of 3,
     ``bench/results/distributed_real.json``).
 
     Parameters
