@@ -368,8 +368,14 @@ def probe_range(
     if n_threads == 1:
         found = [probe(0)]
     else:
-        with ThreadPoolExecutor(n_threads) as pool:
+        pool = ThreadPoolExecutor(n_threads)
+        try:
             found = list(pool.map(probe, range(bounds.size - 1)))
+        except BaseException:  # a refusal, an error, Ctrl-C: the other ranges stop too
+            count.cancel()
+            raise
+        finally:
+            pool.shutdown(cancel_futures=True)
     pairs = index.order[np.concatenate([np.zeros((0, 2), np.int64), *(f.pairs for f in found)])]
     pairs.sort(axis=1)
     similarity = np.concatenate([np.zeros(0), *(f.similarity for f in found)])
@@ -414,7 +420,12 @@ def range_bounds(
 
 
 class _PairCount:
-    """The passing pairs a probe's threads found so far, checked as each adds its own."""
+    """The passing pairs a probe's threads found so far, checked as each adds its own.
+
+    Each range adds its pairs after every call of the compiled loop (one window's round), so a
+    range stops there once the probe is cancelled (`cancel`): a refusal or an interrupt waits
+    for one round of the other threads, not for their ranges.
+    """
 
     def __init__(
         self, max_pairs: int | None, measure: str, value: float, worker_room: int | None
@@ -422,14 +433,31 @@ class _PairCount:
         self.found = 0
         self._lock = threading.Lock()
         self._limits = (max_pairs, measure, value, worker_room)
+        self._cancelled = threading.Event()
 
     def add(self, pairs: int) -> None:
-        """Count more pairs found; refuse the total over the budget or memory (`check_pairs`)."""
+        """Count more pairs found; refuse the total over the budget or memory (`check_pairs`).
+
+        Raises
+        ------
+        _ProbeCancelled
+            The probe was cancelled: the range stops.
+        """
+        if self._cancelled.is_set():
+            raise _ProbeCancelled("the probe stopped: another range failed or was interrupted")
         with self._lock:
             self.found += pairs
             found = self.found
         max_pairs, measure, value, worker_room = self._limits
         check_pairs(found, max_pairs, measure, value, worker_room)
+
+    def cancel(self) -> None:
+        """Stop every range at its next round."""
+        self._cancelled.set()
+
+
+class _ProbeCancelled(Exception):
+    """A range of a probe stopped because another failed (never raised to the caller)."""
 
 
 def _probe_by_size(index: FeatureIndex, start: int, stop: int, count: _PairCount) -> FeatureJoin:

@@ -2,6 +2,7 @@
 
 import dataclasses
 import itertools
+import time
 import tracemalloc
 
 import numpy as np
@@ -250,6 +251,35 @@ def test_the_budget_counts_the_pairs_of_every_thread(monkeypatch, n_threads):
     assert len(feature_join(features, "cosine", 0.8, max_pairs=len(found.pairs)).pairs) == len(
         found.pairs
     )
+
+
+def test_a_failing_range_stops_the_others_at_their_next_round(monkeypatch):
+    # range 0 is refused at once; the others keep probing rounds until they are told to stop
+    monkeypatch.setattr(_feature_join, "threads", lambda: 3)
+    index = _feature_join.feature_index(real_text_features(), "cosine", 0.8)
+    rounds, stopped = [], []
+
+    def probe(index, start, stop, count):
+        if start == 0:
+            raise ValueError("refused")
+        deadline = time.monotonic() + 10
+        try:
+            while time.monotonic() < deadline:
+                count.add(0)
+                rounds.append(start)
+                time.sleep(0.001)
+        except _feature_join._ProbeCancelled:
+            stopped.append(start)
+            raise
+        return _feature_join.FeatureJoin(np.zeros((0, 2), np.int64), np.zeros(0), 0, 0)
+
+    monkeypatch.setattr(_feature_join, "_probe_by_size", probe)
+    started = time.monotonic()
+    with pytest.raises(ValueError, match="refused"):
+        _feature_join.probe_range(index, 0, index.n_docs)
+    assert time.monotonic() - started < 5  # not the 10 s the other ranges would take
+    assert stopped  # they were stopped, every one that probed a round among them
+    assert set(rounds) <= set(stopped)
 
 
 def counted_reads(index):
