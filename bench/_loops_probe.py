@@ -3,7 +3,9 @@
 Usage: python _loops_probe.py CORPUS DOCS REPEATS. Prints one JSON object: per job, the best
 wall seconds of REPEATS calls after one warm-up call (which, for Numba loops, compiles or loads
 them). The jobs call the package's own functions, whose names and arguments are the same at
-every revision compared, so the same probe times the C loops and the Numba loops they replaced.
+every revision compared, so the same probe times the C loops and the Numba loops they replaced;
+the feature join's probe is `probe_range` over every document, or, at revisions before it,
+`probe_blocks` over 4 interleaved blocks.
 """
 
 from __future__ import annotations
@@ -21,9 +23,23 @@ from _common import load_lines
 from gpusimhash.fingerprinting import fingerprint
 from gpusimhash.text import TextFeaturizer
 from gpusimhash.utf8 import Utf8Texts
-from gpusimhash.verify._feature_join import feature_index, probe_blocks
+from gpusimhash.verify._feature_join import feature_index
 from gpusimhash.verify._features import DocumentFeatures
 from gpusimhash.verify._units import feature_units
+
+try:
+    from gpusimhash.verify._feature_join import probe_range
+
+    def probe_all(index):
+        """Probe every document of a feature index."""
+        return probe_range(index, 0, index.n_docs)
+
+except ImportError:  # a revision before probe_range
+    from gpusimhash.verify._feature_join import probe_blocks
+
+    def probe_all(index):
+        """Probe every document of a feature index."""
+        return probe_blocks(index, np.arange(4), 4)
 
 
 def timed(repeats: int, job) -> float:
@@ -64,9 +80,7 @@ def main(corpus: Path, n_docs: int, repeats: int) -> dict:
         jobs[f"feature join index, {measure} {value}"] = lambda m=measure, v=value: feature_index(
             features, m, v
         )
-        jobs[f"feature join probe, {measure} {value}"] = lambda i=index: probe_blocks(
-            i, np.arange(4), 4
-        )
+        jobs[f"feature join probe, {measure} {value}"] = lambda i=index: probe_all(i)
     return {name: timed(repeats, job) for name, job in jobs.items()}
 
 

@@ -96,7 +96,7 @@ def feature_join(
     """Find every pair of documents whose exact similarity reaches the threshold.
 
     Two plans find the same pairs with the same similarities: the compiled index (`feature_index`,
-    `probe_blocks`), which prunes candidates as it probes, and one sparse product of the
+    `probe_range`), which prunes candidates as it probes, and one sparse product of the
     documents' tails (`gpusimhash.verify._product_join`), which compares more candidates and
     serves as the index's reference.
 
@@ -165,7 +165,7 @@ def _product_join(
 class FeatureIndex:
     """The documents of a feature join in size-key order, with the index of their tails.
 
-    What probing needs (`probe_blocks`), built once (`feature_index`) and never changed by a
+    What probing needs (`probe_range`), built once (`feature_index`) and never changed by a
     probe, so that any number of probes, anywhere, can share it.
 
     Attributes
@@ -215,7 +215,7 @@ class FeatureIndex:
 def feature_index(
     features: DocumentFeatures, measure: str, value: float, *, worker_room: int | None = None
 ) -> FeatureIndex:
-    """Order the documents by size key and index their tails, for `probe_blocks`.
+    """Order the documents by size key and index their tails, for `probe_range`.
 
     Parameters
     ----------
