@@ -15,8 +15,9 @@ join's work, is split by the documents that probe: share ``s`` of ``k`` probes t
 `gpusimhash.verify._feature_join.range_bounds` and `probe_range`), on its worker's copy, once
 the index's reads are checked against the budget as one machine checks them. A range's
 documents are probed in order, so that each worker reads the postings and documents near its
-own: shares interleaved over every position took 1.2x as long in all (`probe_range`). Every passing pair of documents is found by exactly one share; each share names
-its pairs by their codes' lowest rows, as the table and tile tasks do. Where some code has two
+own: shares interleaved over every position took 1.2x as long in all (`probe_range`). Every
+passing pair of documents is found by exactly one share; each share names its pairs by their
+codes' lowest rows, as the table and tile tasks do. Where some code has two
 representatives (documents of that code with other features), two shares may find one pair of
 codes (`IndexedDocuments.shared_codes`), and the clustering keeps each once
 (`gpusimhash.distributed._pairs`); otherwise each share's pairs are already distinct.

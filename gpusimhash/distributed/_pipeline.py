@@ -46,8 +46,9 @@ stages' fixed costs on the cluster.
 5. ``write``: each partition writes its kept records (or every record, annotated) to its own
    output part; the driver writes the duplicates report from the ids and codes of the
    clustered documents only, while the parts are written where the ids are the rows (no id
-   field), after them otherwise (the write tasks collect the ids). With a truth field, the write tasks count each label's documents
-   and kept ones, and tasks split by label sum them. With ``report``, the sample is drawn
+   field), after them otherwise (the write tasks collect the ids). With a truth field, the
+   write tasks count each label's documents and kept ones, and tasks split by label sum
+   them. With ``report``, the sample is drawn
    first from the clustered documents' codes and feature hashes (its neighbourhood searched
    on the partitions), and the write tasks collect the sampled documents' texts.
 """

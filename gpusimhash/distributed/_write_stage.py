@@ -421,7 +421,7 @@ class _Clustered:
 def _clustered(
     removed: np.ndarray, kept_for: np.ndarray, to_kept: np.ndarray
 ) -> tuple[list[np.ndarray], _Clustered]:
-    """Return the rows of each cluster, and every clustered document's number, kept one and similarity.
+    """Return each cluster's rows, and each clustered document's number, kept one, similarity.
 
     ``removed``, ``kept_for`` and ``to_kept`` hold the removed rows (ascending), their kept
     rows and similarities. The clusters come in report order (`_clusters`).

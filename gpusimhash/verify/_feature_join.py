@@ -13,7 +13,8 @@ Memory: per feature entry, its rank, position, share and prefix (48 bytes) and a
 per indexed (tail) entry a posting (36 bytes). Candidates are verified as they are found,
 never stored: the loop writes only passing pairs, into a fixed room per range of documents
 probed (`PAIRS_PER_BLOCK` or `WINDOW_DOCS`, 16 bytes each, one range per thread at a time)
-that a full range resumes from in the next round; the passing pairs are kept (20 bytes each), and ``max_pairs`` bounds them.
+that a full range resumes from in the next round; the passing pairs are kept (20 bytes each),
+and ``max_pairs`` bounds them.
 """
 
 from __future__ import annotations
@@ -385,7 +386,9 @@ def probe_range(
 def range_bounds(
     index: FeatureIndex, n_ranges: int, start: int = 0, stop: int | None = None
 ) -> np.ndarray:
-    """Cut positions ``[start, stop)`` into ``n_ranges`` ranges of about equal reads (`probe_range`).
+    """Cut positions ``[start, stop)`` into ``n_ranges`` ranges of about equal reads.
+
+    The ranges `probe_range` probes apart.
 
     Parameters
     ----------
