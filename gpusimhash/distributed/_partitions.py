@@ -97,9 +97,11 @@ class ReadOptions:
 
         The driver then knows the ids without reading a partition again (`_id`).
         """
-        return self.id_field is None or all(
-            (self.format or detect_format(path)) == "text" for path in paths
-        )
+        return all(self.rows_are_ids(path) for path in paths)
+
+    def rows_are_ids(self, path: Path) -> bool:
+        """Whether a partition's documents are named by their global rows (`_id`)."""
+        return self.id_field is None or (self.format or detect_format(path)) == "text"
 
     def batches(self, path: Path, *, records: bool, skipped: Skipped | None = None) -> Any:
         """Read a partition in batches.
@@ -518,6 +520,7 @@ def write_part(
     rows_read = 0
     format = read.format or detect_format(part.path)
     plain = format == "text"
+    row_ids = read.rows_are_ids(part.path)
     source = str(part.path)
     # JSONL written back as its kept records' lines, as one machine writes them (where it
     # reads every record, to skip the invalid ones, it writes them again)
@@ -556,7 +559,7 @@ def write_part(
                 )
             else:
                 writer.write(extras.annotations.records(batch, plain, offset, source))
-            ids.extend(_id(batch, int(k), read, offset, plain) for k in np.flatnonzero(want[rows]))
+            ids.extend(_id(batch, int(k), offset, row_ids) for k in np.flatnonzero(want[rows]))
             for k in np.flatnonzero(text_wanted[rows]).tolist():
                 texts[int(rows[k]) + offset] = _text(batch, k)
             if extras.truth_field is not None:
@@ -583,11 +586,11 @@ def read_ids(part: PartFile, read: ReadOptions, offset: int, rows: np.ndarray) -
     """Return the ids of some documents of a partition (ascending global rows), in order."""
     want = np.zeros(part.n_docs, dtype=bool)
     want[rows - offset] = True
-    plain = (read.format or detect_format(part.path)) == "text"
+    row_ids = read.rows_are_ids(part.path)
     ids: list[Any] = []
     for batch in read.batches(part.path, records=False):
         wanted = np.flatnonzero(want[batch.rows])
-        ids.extend(_id(batch, int(k), read, offset, plain) for k in wanted)
+        ids.extend(_id(batch, int(k), offset, row_ids) for k in wanted)
     return ids
 
 
@@ -642,11 +645,12 @@ def truth_counts(*pieces: tuple[list[Any], np.ndarray, np.ndarray]) -> dict[str,
     return removal_counts(counts[:, 0], counts[:, 1])
 
 
-def _id(
-    batch: DocumentBatch | JsonLineBatch, k: int, read: ReadOptions, offset: int, plain: bool
-) -> Any:
-    """Return a document's id: its id field, or its global row (a plain-text line's always)."""
-    if read.id_field is None or plain:
+def _id(batch: DocumentBatch | JsonLineBatch, k: int, offset: int, row_ids: bool) -> Any:
+    """Return a document's id: its global row, or, unless ``row_ids``, its id field.
+
+    ``row_ids``: `ReadOptions.rows_are_ids` of its partition.
+    """
+    if row_ids:
         return int(batch.rows[k]) + offset
     return batch.document(k)[0] if isinstance(batch, JsonLineBatch) else batch.ids[k]
 
