@@ -76,7 +76,7 @@ from gpusimhash.distributed import _partitions as partitions
 from gpusimhash.distributed._cluster_stage import ClusterStage
 from gpusimhash.distributed._inline import InlineClient
 from gpusimhash.distributed._join_stage import JoinStage
-from gpusimhash.distributed._write_stage import WriteStage
+from gpusimhash.distributed._write_stage import ClusterRows, WriteStage
 from gpusimhash.fingerprinting import FingerprintSettings, resolve_device
 from gpusimhash.io._output_folder import replacing_folder
 from gpusimhash.io.inputs import STDIN, input_files
@@ -462,13 +462,13 @@ class _Run(JoinStage, ClusterStage, WriteStage):
         if self.options.report:
             self._report(summary)
         write_json(self.out_dir / "summary.json", summary)
-        return DistributedResult(summary, removed, kept_for, clusters)
+        return DistributedResult(summary, removed, kept_for, clusters.split())
 
     def _summary(
         self,
         removed: np.ndarray,
         to_kept: np.ndarray,
-        clusters: list[np.ndarray],
+        clusters: ClusterRows,
         stats: dict[str, Any],
         files: dict[str, str],
         timings: dict[str, float],
@@ -476,7 +476,7 @@ class _Run(JoinStage, ClusterStage, WriteStage):
         """Describe the run's settings and results."""
         n = int(self.offsets[-1])
         limit, settings = self.limit, self.settings
-        sizes = np.array([c.size for c in clusters], dtype=np.int64)
+        sizes = clusters.sizes
         size_values, size_counts = np.unique(
             np.concatenate([sizes, np.ones(n - int(sizes.sum()), np.int64)]), return_counts=True
         )

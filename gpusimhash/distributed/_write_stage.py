@@ -30,7 +30,7 @@ from gpusimhash.evaluation import removal_figures
 from gpusimhash.io.parquet_parts import unified_schema
 from gpusimhash.io.writers import RecordWriter, rewrite_csv, rewrite_parquet
 
-__all__ = ["WriteStage"]
+__all__ = ["ClusterRows", "WriteStage", "cluster_rows"]
 
 
 class WriteStage(RunState):
@@ -38,7 +38,7 @@ class WriteStage(RunState):
 
     def _write(
         self, removed: np.ndarray, kept_for: np.ndarray, to_kept: np.ndarray
-    ) -> tuple[dict[str, str], list[np.ndarray]]:
+    ) -> tuple[dict[str, str], ClusterRows]:
         """Write each partition's kept (or annotated) part, and the duplicates report.
 
         ``removed``, ``kept_for`` and ``to_kept`` hold the removed rows (ascending), their kept
@@ -138,7 +138,7 @@ class WriteStage(RunState):
             self.report_data = report_module.sampled_cosines(
                 sample, texts, self.settings.featurizer, example_ids
             )
-            self.report_data["cluster_sizes"] = np.array([c.size for c in clusters], np.int64)
+            self.report_data["cluster_sizes"] = clusters.sizes
             files["report.md"] = "the report, with plots (PNG)"
         return files, clusters
 
@@ -252,7 +252,7 @@ class WriteStage(RunState):
         }
 
     def _sample(
-        self, clustered: _Clustered, clusters: list[np.ndarray], code_of: np.ndarray
+        self, clustered: _Clustered, clusters: ClusterRows, code_of: np.ndarray
     ) -> dict[str, Any]:
         """Draw the report's sample as the single machine does, codes fetched where they are.
 
@@ -273,7 +273,7 @@ class WriteStage(RunState):
             ]
         )
         found, distances = _found_pairs(clustered, code_of, hashes)
-        kept_local = clustered.kept[[np.searchsorted(clustered.rows, c[0]) for c in clusters]]
+        kept_local = clustered.kept[np.searchsorted(clustered.rows, clusters.firsts)]
         view = report_module.ClusterView(clustered.number, kept_local, clustered.similarity)
         examples = report_module.largest_clusters(view, code_of)  # by position among them
         for example in examples:
@@ -420,37 +420,84 @@ class _Clustered:
 
 def _clustered(
     removed: np.ndarray, kept_for: np.ndarray, to_kept: np.ndarray
-) -> tuple[list[np.ndarray], _Clustered]:
-    """Return each cluster's rows, and each clustered document's number, kept one, similarity.
+) -> tuple[ClusterRows, _Clustered]:
+    """Return the clusters' rows, and each clustered document's number, kept one, similarity.
 
     ``removed``, ``kept_for`` and ``to_kept`` hold the removed rows (ascending), their kept
-    rows and similarities. The clusters come in report order (`_clusters`).
+    rows and similarities. The clusters come in report order (`cluster_rows`).
     """
-    clusters = _clusters(removed, kept_for)
-    rows = np.sort(np.concatenate([np.zeros(0, np.int64), *clusters]))
+    clusters = cluster_rows(removed, kept_for)
+    rows = np.sort(clusters.members)
     at_removed = np.searchsorted(rows, removed)
     similarity = np.ones(rows.size)
     similarity[at_removed] = to_kept
     kept = np.arange(rows.size)
     kept[at_removed] = np.searchsorted(rows, kept_for)
     number = np.empty(rows.size, np.int64)
-    members = np.concatenate([np.zeros(0, np.int64), *clusters])
-    number[np.searchsorted(rows, members)] = np.repeat(
-        np.arange(len(clusters)), [c.size for c in clusters]
+    number[np.searchsorted(rows, clusters.members)] = np.repeat(
+        np.arange(len(clusters)), clusters.sizes
     )
     return clusters, _Clustered(rows, number, kept, similarity, kept != np.arange(rows.size))
 
 
-def _clusters(removed: np.ndarray, kept_for: np.ndarray) -> list[np.ndarray]:
-    """Return the rows of each cluster (a kept document and those removed for it), by first row."""
+@dataclass(frozen=True)
+class ClusterRows:
+    """The rows of every cluster of two or more documents, one after another, in report order.
+
+    Clusters come by their lowest row, each cluster's rows ascending: the single machine's
+    report order. Arrays, not one array per cluster, so that ordering them costs no Python
+    object per cluster.
+
+    Attributes
+    ----------
+    members : ndarray, dtype int64
+        Every cluster's rows, a cluster after another.
+    bounds : ndarray, dtype int64
+        Cluster ``c``'s rows are ``members[bounds[c]:bounds[c + 1]]``.
+    """
+
+    members: np.ndarray
+    bounds: np.ndarray
+
+    def __len__(self) -> int:
+        """Return the number of clusters."""
+        return int(self.bounds.size - 1)
+
+    @property
+    def sizes(self) -> np.ndarray:
+        """Each cluster's documents."""
+        return np.diff(self.bounds)
+
+    @property
+    def firsts(self) -> np.ndarray:
+        """Each cluster's lowest row."""
+        return self.members[self.bounds[:-1]]
+
+    def split(self) -> list[np.ndarray]:
+        """Return each cluster's rows, an array per cluster."""
+        return np.split(self.members, self.bounds[1:-1]) if len(self) else []
+
+
+def cluster_rows(removed: np.ndarray, kept_for: np.ndarray) -> ClusterRows:
+    """Return the rows of each cluster (a kept document and those removed for it), by first row.
+
+    Examples
+    --------
+    >>> found = cluster_rows(np.array([1, 4, 5]), np.array([3, 0, 3]))
+    >>> found.members.tolist(), found.bounds.tolist()
+    ([0, 4, 1, 3, 5], [0, 2, 5])
+    """
     kept = np.unique(kept_for)
-    rows = np.concatenate([removed, kept])
+    rows = np.concatenate([removed, kept]).astype(np.int64)
     label = np.concatenate([kept_for, kept])
     order = np.lexsort((rows, label))
-    bounds = np.flatnonzero(np.diff(label[order])) + 1
-    clusters = [c for c in np.split(rows[order], bounds) if c.size]
-    clusters.sort(key=lambda c: int(c[0]))
-    return clusters
+    rows, label = rows[order], label[order]
+    starts = np.flatnonzero(np.r_[True, label[1:] != label[:-1]]) if rows.size else rows[:0]
+    sizes = np.diff(np.r_[starts, rows.size])
+    by_first = np.argsort(rows[starts], kind="stable")  # clusters share no row
+    bounds = np.r_[0, np.cumsum(sizes[by_first])].astype(np.int64)
+    taken = np.repeat(starts[by_first] - bounds[:-1], sizes[by_first]) + np.arange(bounds[-1])
+    return ClusterRows(rows[taken], bounds)
 
 
 def _write_duplicates(path: Path, fmt: str, report: _ReportColumns, ids: list[Any]) -> None:
@@ -461,14 +508,13 @@ def _write_duplicates(path: Path, fmt: str, report: _ReportColumns, ids: list[An
 
 
 def _report_columns(
-    clustered: _Clustered, clusters: list[np.ndarray], code_of: np.ndarray
+    clustered: _Clustered, clusters: ClusterRows, code_of: np.ndarray
 ) -> _ReportColumns:
     """Every value of the duplicates report but the ids, a column at a time.
 
     ``code_of`` holds the codes of the clustered documents, by position.
     """
-    bounds = np.cumsum([0, *(rows.size for rows in clusters)])
-    members = np.concatenate([np.zeros(0, np.int64), *clusters])
+    bounds, members = clusters.bounds, clusters.members
     local = np.searchsorted(clustered.rows, members)
     kept_of = clustered.kept
     kept_local = kept_of[local[bounds[:-1]]]
