@@ -63,7 +63,7 @@ def feature_graph(
     n_unique = words.shape[0]
     _, representative = feature_units(inverse, features, np.arange(features.n_docs), False)
     found = feature_join(
-        features.take(representative), limit.measure, limit.value, max_pairs=max_pairs
+        features, limit.measure, limit.value, rows=representative, max_pairs=max_pairs
     )
     a = inverse[representative[found.pairs[:, 0]]]
     b = inverse[representative[found.pairs[:, 1]]]

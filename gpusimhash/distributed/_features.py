@@ -159,7 +159,7 @@ def index_documents(parts: list[Featured], limit: Threshold, shares: int) -> Ind
     np.minimum.at(first, inverse, np.arange(rows.size))
     shared = np.flatnonzero(np.bincount(inverse, minlength=unique.shape[0])[inverse] > 1)
     index = feature_index(
-        features.take(representative), limit.measure, limit.value, worker_room=worker_room()
+        features, limit.measure, limit.value, rows=representative, worker_room=worker_room()
     )
     return IndexedDocuments(
         index=index,

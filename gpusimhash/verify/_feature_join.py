@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gpusimhash import _validate
 from gpusimhash._cpu._allpairs_loops import (
     entry_shares,
     fill_postings,
@@ -91,6 +92,7 @@ def feature_join(
     measure: str,
     value: float,
     *,
+    rows: np.ndarray | None = None,
     max_pairs: int | None = None,
     plan: str = "index",
 ) -> FeatureJoin:
@@ -110,6 +112,10 @@ def feature_join(
     value : float
         The threshold, in ``(0, 1]``: at or below 0 a pair sharing no feature would qualify,
         which no feature index finds.
+    rows : ndarray of int, optional
+        Join these documents of ``features`` only, numbered by their place in ``rows``, as
+        ``features.take(rows)`` would give them (the index copies their features once,
+        `feature_index`).
     max_pairs : int, optional
         Refuse, as soon as they are found, more passing pairs than this; and, before any
         probe, an index whose probes would read more than ``READS_PER_PAIR`` times this many
@@ -139,10 +145,11 @@ def feature_join(
     """
     if plan not in PLANS:
         raise ValueError(f"plan must be one of {', '.join(PLANS)}, got {plan!r}")
-    _check_threshold(features, measure, value)
     if plan == "product":
-        return _product_join(features, tails(features, measure, value), measure, value, max_pairs)
-    index = feature_index(features, measure, value)
+        taken = features if rows is None else features.take(rows)
+        _check_threshold(taken.n_docs, measure, value)
+        return _product_join(taken, tails(taken, measure, value), measure, value, max_pairs)
+    index = feature_index(features, measure, value, rows=rows)
     check_reads(index, max_pairs)
     return probe_range(index, 0, index.n_docs, max_pairs=max_pairs)
 
@@ -214,7 +221,12 @@ class FeatureIndex:
 
 
 def feature_index(
-    features: DocumentFeatures, measure: str, value: float, *, worker_room: int | None = None
+    features: DocumentFeatures,
+    measure: str,
+    value: float,
+    *,
+    rows: np.ndarray | None = None,
+    worker_room: int | None = None,
 ) -> FeatureIndex:
     """Order the documents by size key and index their tails, for `probe_range`.
 
@@ -226,6 +238,10 @@ def feature_index(
         As `feature_join`.
     value : float
         The threshold, in ``(0, 1]``.
+    rows : ndarray of int, optional
+        Index these documents of ``features`` only, as ``features.take(rows)`` would give
+        them: the index numbers them by their place in ``rows``. Their features are copied
+        once, straight into size-key order, where a take first would copy them twice.
     worker_room : int, optional
         The bytes a Dask worker building it may still take (`check_index_memory`).
 
@@ -236,14 +252,28 @@ def feature_index(
     Raises
     ------
     ValueError
-        An unknown measure, a threshold outside ``(0, 1]`` or ``2**31`` documents or more.
+        An unknown measure, a threshold outside ``(0, 1]``, ``2**31`` documents or more, or a
+        row outside ``features``.
     MemoryRefusal
         An index larger than the memory available (`check_index_memory`), before any of it is
         built.
+
+    Examples
+    --------
+    >>> from gpusimhash.fingerprinting import featurize
+    >>> features = DocumentFeatures.from_batch(featurize(["a b", "x y z", "a b c", "b a"]))
+    >>> some = feature_index(features, "cosine", 0.8, rows=np.array([3, 2, 0]))
+    >>> sorted(map(tuple, probe_range(some, 0, some.n_docs).pairs.tolist()))
+    [(0, 1), (0, 2), (1, 2)]
     """
-    _check_threshold(features, measure, value)
-    check_index_memory(features.n_docs, features.states.size, worker_room)
+    if rows is None:
+        rows = np.arange(features.n_docs)
+    rows = np.asarray(rows, dtype=np.int64).reshape(-1)
+    _validate.indices(rows, features.n_docs, "feature_index: rows")
+    _check_threshold(rows.size, measure, value)
+    check_index_memory(rows.size, int(features.sizes[rows].sum()), worker_room)
     code = _MEASURES[measure]
+    # each document's key is its own features' alone: those of the rows are theirs
     key, least = size_keys(
         features.offsets,
         features.weights,
@@ -252,9 +282,10 @@ def feature_index(
         code,
         float(value),
     )
+    key, least = key[rows], least[rows]
     order = np.argsort(key, kind="stable")  # by size key: a partner's key bound is a range
     first_partner = np.searchsorted(key[order], least[order], side="left")
-    return _index_by_size(features.take(order), order, code, float(value), first_partner)
+    return _index_by_size(features.take(rows[order]), order, code, float(value), first_partner)
 
 
 def _index_by_size(
@@ -629,7 +660,7 @@ def check_reads(index: FeatureIndex, max_pairs: int | None) -> None:
     )
 
 
-def _check_threshold(features: DocumentFeatures, measure: str, value: float) -> None:
+def _check_threshold(n_docs: int, measure: str, value: float) -> None:
     """Refuse an unknown measure, a threshold outside ``(0, 1]`` or ``2**31`` documents."""
     if measure not in _MEASURES:
         raise ValueError(f"measure must be cosine or jaccard, got {measure!r}")
@@ -638,5 +669,5 @@ def _check_threshold(features: DocumentFeatures, measure: str, value: float) -> 
             f"the feature join needs a threshold in (0, 1], got {value}: "
             "use the codes' join (candidates='codes') for lower ones"
         )
-    if features.n_docs >= 2**31:
-        raise ValueError(f"at most {2**31 - 1:,} documents, got {features.n_docs:,}")
+    if n_docs >= 2**31:
+        raise ValueError(f"at most {2**31 - 1:,} documents, got {n_docs:,}")

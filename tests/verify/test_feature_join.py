@@ -175,6 +175,37 @@ def test_featureless_documents_pair_with_no_one(plan):
     assert feature_join(features, "cosine", 0.5, plan=plan).pairs.tolist() == [[1, 3]]
 
 
+@settings(max_examples=100, deadline=None)
+@given(
+    features=corpora(),
+    measure=st.sampled_from(["cosine", "jaccard"]),
+    value=THRESHOLDS,
+    plan=PLANS,
+    data=st.data(),
+)
+def test_rows_join_the_documents_taken_as_a_take_gives_them(features, measure, value, plan, data):
+    # the index copies the rows' features once, straight into size-key order: same pairs
+    rows = np.array(
+        data.draw(st.lists(st.integers(0, max(features.n_docs - 1, 0)), max_size=40))
+        if features.n_docs
+        else [],
+        dtype=np.int64,
+    )
+    found = feature_join(features, measure, value, rows=rows, plan=plan)
+    taken = feature_join(features.take(rows), measure, value, plan=plan)
+    order, expected = np.lexsort(found.pairs.T[::-1]), np.lexsort(taken.pairs.T[::-1])
+    np.testing.assert_array_equal(found.pairs[order], taken.pairs[expected])
+    np.testing.assert_array_equal(found.similarity[order], taken.similarity[expected])
+    assert (found.candidates, found.indexed) == (taken.candidates, taken.indexed)
+
+
+@pytest.mark.parametrize("plan", ["index", "product"])
+def test_rows_outside_the_documents_are_refused(plan):
+    features = DocumentFeatures.from_batch(featurize(["a b", "b c"]))
+    with pytest.raises(ValueError, match=r"rows must lie in \[0, 2\), got 0 to 2"):
+        feature_join(features, "cosine", 0.5, rows=np.array([0, 2]), plan=plan)
+
+
 @pytest.mark.parametrize("value", [0.0, -0.5, 1.5])
 def test_thresholds_outside_zero_one_are_refused(value):
     features = DocumentFeatures.from_batch(featurize(["a"]))
