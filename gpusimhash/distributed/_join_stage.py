@@ -27,7 +27,14 @@ from gpusimhash.distributed import _partitions as partitions
 from gpusimhash.distributed import _tables as tables
 from gpusimhash.distributed import _tiles as tiles
 from gpusimhash.distributed._join_plan import JoinPlan, choose_join
-from gpusimhash.distributed._run import IndexTasks, RunState, nbytes, piece
+from gpusimhash.distributed._run import (
+    IndexTasks,
+    RunState,
+    nbytes,
+    on_worker,
+    piece,
+    worker_names,
+)
 from gpusimhash.join import _budget as budget
 from gpusimhash.join import _mih as mih
 
@@ -72,7 +79,7 @@ class JoinStage(RunState):
             for p, part in enumerate(self.parts)
         ]
         shares = _SHARES_PER_WORKER * self.n_workers
-        workers = sorted(client.scheduler_info().get("workers", {})) or [None]
+        workers = worker_names(client)
         replicas = [
             client.submit(
                 features.index_documents,
@@ -80,7 +87,7 @@ class JoinStage(RunState):
                 self.limit,
                 shares,
                 key=self.key("feature-index", w),
-                **_on(worker),
+                **on_worker(worker),
             )
             for w, worker in enumerate(workers)
         ]
@@ -170,7 +177,7 @@ class JoinStage(RunState):
                 s,
                 budget,
                 key=self.key("feature-share", s),
-                **_on(workers[s % len(workers)]),
+                **on_worker(workers[s % len(workers)]),
             )
             for s in range(shares)
         ]
@@ -374,11 +381,6 @@ class JoinStage(RunState):
             "split_buckets": sum(len(shares) > 1 for shares in found.values()),
             "share_tasks": sum(map(len, found.values())),
         }
-
-
-def _on(worker: str | None) -> dict[str, Any]:
-    """Return the arguments of ``client.submit`` that run a task on ``worker`` while it lives."""
-    return {} if worker is None else {"workers": [worker], "allow_other_workers": True}
 
 
 def _members(collapsed: tables.Collapsed) -> np.ndarray:

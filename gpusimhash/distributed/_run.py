@@ -22,7 +22,7 @@ from gpusimhash.distributed._partitions import PartFile, ReadOptions
 from gpusimhash.fingerprinting import FingerprintSettings
 from gpusimhash.verify._threshold import Threshold
 
-__all__ = ["IndexTasks", "RunState", "nbytes", "piece"]
+__all__ = ["IndexTasks", "RunState", "nbytes", "on_worker", "piece", "worker_names"]
 
 
 def piece(value: Any, *path: int) -> Any:
@@ -39,6 +39,22 @@ def nbytes(value: Any) -> int:
     if isinstance(value, list | tuple):
         return sum(nbytes(v) for v in value)
     return 0
+
+
+def on_worker(worker: str | None) -> dict[str, Any]:
+    """Return the arguments of ``client.submit`` that run a task on ``worker`` while it lives.
+
+    A task so placed goes to its worker as soon as its inputs are ready. Dask's scheduler
+    holds back a large group of tasks that need few others' results (root tasks), each until
+    a worker is free; a `dask.distributed.LocalCluster`'s scheduler runs in the driver's
+    process, where it answers late while the driver computes.
+    """
+    return {} if worker is None else {"workers": [worker], "allow_other_workers": True}
+
+
+def worker_names(client: Any) -> list[str | None]:
+    """Return the addresses of the cluster's workers, sorted; ``[None]`` where it lists none."""
+    return sorted(client.scheduler_info().get("workers", {})) or [None]
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from gpusimhash.codes import code_words, hamming
 from gpusimhash.dedup import report as report_module
 from gpusimhash.dedup.outputs import DUPLICATES_CHUNK
 from gpusimhash.distributed import _partitions as partitions
-from gpusimhash.distributed._run import RunState, piece
+from gpusimhash.distributed._run import RunState, on_worker, piece, worker_names
 from gpusimhash.evaluation import removal_figures
 from gpusimhash.io.parquet_parts import unified_schema
 from gpusimhash.io.writers import RecordWriter, rewrite_csv, rewrite_parquet
@@ -72,6 +72,9 @@ class WriteStage(RunState):
         texts_by = dict(self._by_partition(empty if sample is None else sample["rows"]))
         annotations = self._annotations(clustered, wanted_by, ids_known) if options.annotate else {}
         truth_tasks = max(1, min(len(self.paths), 2 * self.n_workers))
+        # spread over the workers when submitted, not held back by the scheduler until one is
+        # free: the driver writes the duplicates report meanwhile (`on_worker`)
+        workers = worker_names(client)
         written = [
             client.submit(
                 partitions.write_part,
@@ -90,6 +93,7 @@ class WriteStage(RunState):
                 ),
                 schema=self.kept_schema,
                 key=self.key("write", d),
+                **on_worker(workers[d % len(workers)]),
             )
             for d, file in enumerate(self.files)
         ]

@@ -360,3 +360,35 @@ def test_invalid_plain_text_lines_are_skipped_as_on_one_machine(tmp_path, annota
         f"{folder / 'b.txt'}, line 1",
         f"{folder / 'b.txt'}, line {399 - 151 + 1}",
     ]
+
+
+class _RecordingClient:
+    """A client that records each task's key and placement, then submits it."""
+
+    def __init__(self, client):
+        self._client = client
+        self.placed = {}
+
+    def submit(self, function, *args, **kwargs):
+        self.placed[kwargs.get("key")] = kwargs.get("workers")
+        return self._client.submit(function, *args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._client, name)
+
+
+def test_the_write_tasks_are_placed_round_the_workers_when_submitted(corpus, tmp_path):
+    # unplaced, Dask's scheduler would hold each back until a worker is free, and a local
+    # cluster's scheduler answers late while the driver writes the duplicates report
+    with distributed.Client(
+        processes=False, n_workers=2, threads_per_worker=1, dashboard_address=":0"
+    ) as client:
+        recording = _RecordingClient(client)
+        dedup(corpus / "parts", tmp_path / "spread", client=recording, driver_input_bytes=-1)
+        workers = sorted(client.scheduler_info()["workers"])
+    writes = {k: w for k, w in recording.placed.items() if k and "-write-" in k}
+    assert len(writes) == 5
+    by_partition = sorted((int(k.rsplit("-", 1)[1]), w) for k, w in writes.items())
+    assert by_partition == [(d, [workers[d % 2]]) for d in range(5)]
+    dedup_file(corpus / "all.jsonl", tmp_path / "single")
+    _same_outputs(tmp_path / "single", tmp_path / "spread")
