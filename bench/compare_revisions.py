@@ -40,7 +40,13 @@ def worktree(revision: str, folder: Path) -> Path:
         capture_output=True,
     )
     build = "import pathlib, hatch_build; hatch_build.build_loops(pathlib.Path.cwd())"
-    subprocess.run([sys.executable, "-c", build], cwd=folder, check=True, capture_output=True)
+    built = subprocess.run(
+        [sys.executable, "-c", build], cwd=folder, capture_output=True, text=True, check=False
+    )
+    if built.returncode:  # hatch_build imports hatchling and Cython: install them here
+        raise SystemExit(
+            f"building the compiled loops of {revision} failed:\n{built.stderr[-2000:]}"
+        )
     return folder
 
 

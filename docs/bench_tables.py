@@ -443,6 +443,7 @@ NOT_SHOWN = {
     "rehousing_c_core.json": "compares two development revisions (quoted in the development guide)",
     "feature_ranges_dedup_cpu.json": "compares two development revisions (quoted in the "
     "feature join's probe_range docstring)",
+    "distributed_stages_revisions.json": "compares two development revisions of the distributed dedup",
 }
 
 _ABSENT = object()  # a key a row does not have (shown as a dash, like null)
