@@ -241,7 +241,9 @@ def feature_index(
     rows : ndarray of int, optional
         Index these documents of ``features`` only, as ``features.take(rows)`` would give
         them: the index numbers them by their place in ``rows``. Their features are copied
-        once, straight into size-key order, where a take first would copy them twice.
+        once, straight into size-key order, where a take first would copy them twice; the
+        size key of every document is computed, which suits rows of most of them (as the
+        representatives of a deduplication are).
     worker_room : int, optional
         The bytes a Dask worker building it may still take (`check_index_memory`).
 
