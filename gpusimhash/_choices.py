@@ -20,8 +20,10 @@ POLICIES = ("first", "longest", "score")
 CLUSTERINGS = ("star", "components")
 # where dedup's candidate pairs come from (gpusimhash.dedup.candidates)
 CANDIDATE_SOURCES = ("auto", "features", "codes")
-# input bytes (as stored) up to which a distributed dedup is the driver's: one machine does such
-# a corpus in about a second (about 110,000 PyPI summaries in JSONL), less than the stages'
-# fixed costs on the cluster (about 0.3 s on 2 local workers) and their share of the work save
+# input bytes (as stored) up to which a distributed dedup is the driver's: about 225,000 PyPI
+# summaries in JSONL, 2 s of one machine's work at the defaults, where the stages' fixed costs
+# on the cluster (about 0.3 s on 2 local workers) exceed their share of the work; at 128 bits
+# radius 3 the driver beat the stages of 2 one-core workers at 200,000 summaries (14.8 MB) in
+# two runs, and the stages won from 400,000 (29.3 MB) in one of them
 # (`bench/results/distributed_real.json`)
-DRIVER_INPUT_BYTES = 8 << 20
+DRIVER_INPUT_BYTES = 16 << 20
