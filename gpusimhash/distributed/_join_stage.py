@@ -26,6 +26,7 @@ from gpusimhash.distributed import _join_plan as join_plan
 from gpusimhash.distributed import _partitions as partitions
 from gpusimhash.distributed import _tables as tables
 from gpusimhash.distributed import _tiles as tiles
+from gpusimhash.distributed._inline import InlineClient
 from gpusimhash.distributed._join_plan import JoinPlan, choose_join
 from gpusimhash.distributed._run import (
     IndexTasks,
@@ -45,8 +46,10 @@ __all__ = ["JoinStage"]
 # 2 local workers), so 1B documents make 63 tasks (3 to 4 s of scheduler time per shuffle),
 # while a task holds at most 16M codes (384 MB of rows and codes at 128 bits)
 TASK_DOCUMENTS = 16_000_000
-# feature shares per worker: a worker slowed by other jobs leaves its second share to another
-_SHARES_PER_WORKER = 2
+# feature shares per worker, and the shares a worker holds at once (`_probe_shares`): each one it
+# finishes hands it the next, so that a worker slowed by other jobs probes fewer
+_SHARES_PER_WORKER = 4
+_QUEUED_SHARES = 2
 # what a run of the tiled join (or the feature join) reports of the tables
 _NO_TABLES = {
     "tables": 0,
@@ -168,19 +171,9 @@ class JoinStage(RunState):
         clustering keeps each once.
         """
         client, options = self.client, self.options
-        replicas, workers, shares = index.replicas, index.workers, index.shares
+        replicas, shares = index.replicas, index.shares
         budget = None if options.force else options.max_candidate_pairs
-        found = [
-            client.submit(
-                features.probe_share,
-                replicas[s % len(replicas)],
-                s,
-                budget,
-                key=self.key("feature-share", s),
-                **on_worker(workers[s % len(workers)]),
-            )
-            for s in range(shares)
-        ]
+        found = self._probe_shares(index, budget)
         summary = client.submit(features.index_summary, replicas[0])
         self.members = [client.submit(features.index_members, replicas[0])]
         # the driver's one wait of the join: a share over budget raises here
@@ -208,6 +201,55 @@ class JoinStage(RunState):
                 "pairs_repeat": bool(shared),
             },
         }
+
+    def _probe_shares(self, index: IndexTasks, budget: int | None) -> list[Any]:
+        """Probe every share of the index on a worker's own copy; return the shares' futures.
+
+        Each worker takes `_QUEUED_SHARES` shares at first, and each share it finishes hands it
+        the next share not yet begun, so that a worker slowed by other jobs probes fewer. A
+        share never moves to another worker: its copy of the index would have to. Once a share
+        fails (a refusal, a lost worker) no other is begun; the failure is raised where the
+        shares' counts are gathered. Returns the futures in share order.
+        """
+        client, replicas, workers = self.client, index.replicas, index.workers
+        waiting = iter(range(index.shares))
+        found: dict[int, Any] = {}
+
+        def hand(w: int) -> Any:
+            """Submit the next share to worker ``w``; None when every share is begun."""
+            s = next(waiting, None)
+            if s is None:
+                return None
+            found[s] = client.submit(
+                features.probe_share,
+                replicas[w],
+                s,
+                budget,
+                key=self.key("feature-share", s),
+                **on_worker(workers[w]),
+            )
+            return found[s]
+
+        if isinstance(client, InlineClient):  # each done as submitted, on the driver
+            while hand(0) is not None:
+                pass
+            return list(found.values())
+        from dask.distributed import as_completed
+
+        held = {}  # the worker of each share begun
+        for _ in range(_QUEUED_SHARES):
+            for w in range(len(workers)):
+                if (future := hand(w)) is not None:
+                    held[future.key] = w
+        finished = as_completed(list(found.values()))  # type: ignore[no-untyped-call]
+        for future in finished:
+            if future.status != "finished":
+                break
+            w = held.pop(future.key)
+            if (following := hand(w)) is not None:
+                held[following.key] = w
+                finished.add(following)  # type: ignore[no-untyped-call]
+        return [found[s] for s in sorted(found)]
 
     def _plan_join(self, collapsed: list[Any]) -> tuple[JoinPlan, float]:
         """Choose the join from a sample of the distinct codes; refuse or warn before a costly one.

@@ -18,6 +18,7 @@ from gpusimhash.datasets.synth import CorpusSpec, generate
 from gpusimhash.dedup.pipeline import dedup_file
 from gpusimhash.distributed import _cluster_stage as cluster_stage
 from gpusimhash.distributed import _components as components
+from gpusimhash.distributed import _join_stage as join_stage
 from gpusimhash.distributed import dedup
 from gpusimhash.io.readers import InputError
 
@@ -240,7 +241,7 @@ def test_every_worker_builds_its_own_copy_of_the_feature_index(
     # one copy on each worker, built at once (a share may still be stolen by an idle worker,
     # which then fetches a copy: that is work stealing's choice, not the plan's)
     assert len(built) == len(set(built)) == 3
-    assert sum("-feature-share-" in key for key in keys) == 6
+    assert sum("-feature-share-" in key for key in keys) == 3 * join_stage._SHARES_PER_WORKER
     _assert_same(root, tmp_path, {"min_cosine": 0.8})
 
 

@@ -1,6 +1,8 @@
 """A small corpus is deduplicated by the driver: the stages' outputs, the stages' errors."""
 
+import collections
 import json
+import time
 import warnings
 
 import numpy as np
@@ -13,6 +15,7 @@ from gpusimhash.dedup.options import DedupOptions
 from gpusimhash.dedup.pipeline import dedup_file
 from gpusimhash.distributed import _cluster_stage as cluster_stage
 from gpusimhash.distributed import _components as components
+from gpusimhash.distributed import _features as features
 from gpusimhash.distributed import _join_plan as join_plan
 from gpusimhash.distributed import _pipeline, dedup
 from gpusimhash.distributed import _tables as tables
@@ -390,5 +393,31 @@ def test_the_write_tasks_are_placed_round_the_workers_when_submitted(corpus, tmp
     assert len(writes) == 5
     by_partition = sorted((int(k.rsplit("-", 1)[1]), w) for k, w in writes.items())
     assert by_partition == [(d, [workers[d % 2]]) for d in range(5)]
+    dedup_file(corpus / "all.jsonl", tmp_path / "single")
+    _same_outputs(tmp_path / "single", tmp_path / "spread")
+
+
+def test_a_slow_worker_probes_fewer_feature_shares(corpus, tmp_path, monkeypatch):
+    # each share a worker finishes hands it the next: the other worker takes the slow one's
+    probe = features.probe_share
+    slow = {}
+
+    def slowed(indexed, share, max_pairs):
+        if distributed.get_worker().address == slow["address"]:
+            time.sleep(0.5)
+        return probe(indexed, share, max_pairs)
+
+    monkeypatch.setattr(features, "probe_share", slowed)
+    with (
+        distributed.Client(
+            processes=False, n_workers=2, threads_per_worker=1, dashboard_address=":0"
+        ) as client,
+        distributed.get_task_stream(client) as stream,
+    ):
+        slow["address"] = min(client.scheduler_info()["workers"])
+        result = dedup(corpus / "parts", tmp_path / "spread", client=client, driver_input_bytes=-1)
+    ran = collections.Counter(t["worker"] for t in stream.data if "-feature-share-" in t["key"])
+    assert result.summary["distributed"]["join"]["shares"] == sum(ran.values()) == 8
+    assert ran[slow["address"]] <= 3  # those it held at first, where it had half of them
     dedup_file(corpus / "all.jsonl", tmp_path / "single")
     _same_outputs(tmp_path / "single", tmp_path / "spread")
