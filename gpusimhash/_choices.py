@@ -24,6 +24,6 @@ CANDIDATE_SOURCES = ("auto", "features", "codes")
 # summaries in JSONL, 2 s of one machine's work at the defaults, where the stages' fixed costs
 # on the cluster (about 0.3 s on 2 local workers) exceed their share of the work; at 128 bits
 # radius 3 the driver beat the stages of 2 one-core workers at 200,000 summaries (14.8 MB) in
-# two runs, and the stages won from 400,000 (29.3 MB) in one of them
+# four runs, and the stages won from 400,000 (29.3 MB) in three of them
 # (`bench/results/distributed_real.json`)
 DRIVER_INPUT_BYTES = 16 << 20
