@@ -114,6 +114,9 @@ SHOWN = {
     "join_plans_cpu.json": Results(
         "The feature join's two plans: the compiled index and the sparse product"
     ),
+    "duplicates_output_cpu.json": Results(
+        "The duplicates report written to JSONL: lines by orjson, against records by json"
+    ),
     "jsonl_output_cpu.json": Results(
         "dedup on JSONL: kept records written as their lines, against parsed and re-encoded"
     ),

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from gpusimhash.codes import hamming
+from gpusimhash.dedup.duplicates_chunk import DuplicatesChunk, chunk_spans, write_chunk
 from gpusimhash.dedup.results import Clusters, Fingerprints
 from gpusimhash.dedup.row_ids import RowIds
 from gpusimhash.io.lines import LineBatch
@@ -35,8 +36,7 @@ from gpusimhash.io.records import annotated
 from gpusimhash.io.sources import Source
 from gpusimhash.io.writers import RecordWriter
 
-# records per write of the duplicates file, and of the pairs file
-DUPLICATES_CHUNK = 10_000
+# records per write of the pairs file
 PAIRS_CHUNK = 100_000
 
 
@@ -237,35 +237,28 @@ def write_duplicates(
     cluster = cluster_numbers(clusters)
     big = np.flatnonzero(sizes > 1)
     starts = np.searchsorted(labels[rows], big)
-    ends = np.append(starts[1:], rows.size)[: starts.size]
     # every member's fields at once, cluster by cluster, as Python lists to slice
-    kept_rows = clusters.kept_rows[big]
-    kept_ids = _listed(ids.take(kept_rows))
+    kept_ids = _listed(ids.take(clusters.kept_rows[big]))
     member_ids = _listed(ids.take(rows))
     member_rows = rows.tolist()
     distances = hamming(codes[rows], codes[clusters.kept_rows[labels[rows]]]).tolist()
     similarities = clusters.similarity[rows].tolist()
+    bounds = np.append(starts, rows.size).astype(np.int64)  # the clusters are contiguous
+    kept_rows = clusters.kept_rows[big].tolist()
     with RecordWriter(path, output_format) as writer:
-        records = []
-        for number, (kept, lo, hi) in enumerate(
-            zip(kept_rows.tolist(), starts.tolist(), ends.tolist(), strict=True)
-        ):
-            records.append(
-                {
-                    "cluster": number,
-                    "size": hi - lo,
-                    "kept_id": kept_ids[number],
-                    "kept_row": kept,
-                    "ids": member_ids[lo:hi],
-                    "rows": member_rows[lo:hi],
-                    "distances": distances[lo:hi],
-                    "similarities": similarities[lo:hi],
-                }
+        for lo, hi in chunk_spans(big.size):
+            a, b = int(bounds[lo]), int(bounds[hi])
+            chunk = DuplicatesChunk(
+                first=lo,
+                bounds=(bounds[lo : hi + 1] - a).tolist(),
+                kept_ids=kept_ids[lo:hi],
+                kept_rows=kept_rows[lo:hi],
+                ids=member_ids[a:b],
+                rows=member_rows[a:b],
+                distances=distances[a:b],
+                similarities=similarities[a:b],
             )
-            if len(records) == DUPLICATES_CHUNK:
-                writer.write(records)
-                records = []
-        writer.write(records)
+            write_chunk(writer, chunk)
     files[path.name] = (
         f"{big.size:,} clusters of near-duplicates: ids, rows, Hamming distance and exact "
         "similarity of every member to the kept one"

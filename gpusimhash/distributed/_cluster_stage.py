@@ -6,13 +6,14 @@ connected components, labelled by label propagation over node shards
 (`gpusimhash.distributed._components`): each shard names its documents in components, the work
 of each component is summed, the components are dealt to groups and the single-machine
 clustering runs on each group where its documents' features are gathered
-(`gpusimhash.distributed._groups`). Only (row, kept row, similarity) of the removed documents
-come back to the driver.
+(`gpusimhash.distributed._groups`). One task joins the groups' removals (`Removals`), from
+which the write stage's tasks take their rows where it is made; only (row, kept row,
+similarity) of the removed documents come back to the driver.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -22,7 +23,7 @@ from gpusimhash.distributed import _partitions as partitions
 from gpusimhash.distributed._pairs import distinct_pairs, route_pairs
 from gpusimhash.distributed._run import RunState, nbytes, piece
 
-__all__ = ["ClusterStage"]
+__all__ = ["ClusterStage", "Removals", "removals"]
 
 _GROUPS_PER_WORKER = 2  # clustering tasks per worker
 _MAX_ROUNDS = 256  # label propagation needs O(log^2 n) rounds: more means a bug
@@ -44,16 +45,16 @@ TAKE_EVERY_PARTITION = 32
 class ClusterStage(RunState):
     """Label the components and cluster each group of them (a mixin of the run)."""
 
-    def _cluster(self, stats: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Cluster the candidate graph on the workers; return the removals.
-
-        The removed rows (ascending), the rows kept for them and their similarities.
+    def _cluster(self, stats: dict[str, Any]) -> Any:
+        """Cluster the candidate graph on the workers; return a future of its `Removals`.
 
         A graph of at most `ONE_GROUP_WORK` pairs (each counted as often as the join found it)
         and documents sharing a code, whose documents' features take at most `ONE_GROUP_BYTES`
         by estimate (`_group_bytes`), is clustered by one task (`_cluster_whole`); a larger one
         is split by its components into groups (`_cluster_components`), its pairs first kept
-        once each where the join may have found one twice.
+        once each where the join may have found one twice. The driver does not wait for the
+        clustering: the tasks that need only its removals (the kept parts) are submitted first
+        (`gpusimhash.distributed._write_stage`).
         """
         options = self.options
         # the featureless documents share one code of their own: a component alone
@@ -61,22 +62,12 @@ class ClusterStage(RunState):
         if options.empty_as_duplicates and self.featureless.size > 1:
             code = np.full_like(self.featureless, self.featureless.min())
             featureless = np.stack([self.featureless, code], axis=1)
-        stats["pairs_verified"] = 0
         if self.work <= ONE_GROUP_WORK and self._group_bytes() <= ONE_GROUP_BYTES:
-            clustered = self._cluster_whole(stats, featureless)
-        else:
-            if self.repeated_pairs:
-                self.candidates = self._distinct_candidates()
-            clustered = self._cluster_components(stats, featureless)
-        if not clustered:
-            empty = np.zeros(0, np.int64)
-            return empty, empty, np.zeros(0)
-        stats["pairs_verified"] = int(sum(c[3] for c in clustered))
-        removed = np.concatenate([c[0] for c in clustered])
-        kept_for = np.concatenate([c[1] for c in clustered])
-        similarity = np.concatenate([c[2] for c in clustered])
-        order = np.argsort(removed)
-        return removed[order], kept_for[order], similarity[order]
+            return self._cluster_whole(featureless)
+        if self.repeated_pairs:
+            self.candidates = self._distinct_candidates()
+        clustered = self._cluster_components(stats, featureless)
+        return self.client.submit(removals, clustered, {}, key=self.key("removals"))
 
     def _group_bytes(self) -> float:
         """Estimate the bytes of the whole graph's documents' features, on one worker.
@@ -90,14 +81,15 @@ class ClusterStage(RunState):
         mean = sum(file.feature_bytes for file in self.files) / n
         return min(n, 2 * self.work) * mean
 
-    def _cluster_whole(self, stats: dict[str, Any], featureless: np.ndarray) -> list[Any]:
-        """Cluster the whole graph in one task, with the features of its documents (results).
+    def _cluster_whole(self, featureless: np.ndarray) -> Any:
+        """Cluster the whole graph in one task, with the features of its documents.
 
-        One wait of the driver, where the components take a dozen: the graph gathered as one
-        group (`groups.whole_group`, each pair once), its documents' features taken where each
-        partition is, clustered. Every partition sends its share, or, beyond
-        `TAKE_EVERY_PARTITION` partitions, those holding some of the group's documents, which
-        takes a second wait. Returns the clustering's result, or none for an empty graph.
+        The graph is gathered as one group (`groups.whole_group`, each pair once), its
+        documents' features are taken where each partition is, and one task clusters it, where
+        the components take a dozen waits of the driver. Every partition sends its share, or,
+        beyond `TAKE_EVERY_PARTITION` partitions, those holding some of the group's documents,
+        which takes a wait. Returns a future of the `Removals`, with the graph's pairs and
+        components among their counts.
         """
         client = self.client
         group = client.submit(
@@ -122,7 +114,7 @@ class ClusterStage(RunState):
             )
             for d in holding.tolist()
         ]
-        *clustered, n_pairs, n_components = client.submit(
+        return client.submit(
             _cluster_whole_group,
             group,
             self.limit,
@@ -131,15 +123,7 @@ class ClusterStage(RunState):
             self.options.empty_as_duplicates,
             *taken,
             key=self.key("cluster", 0),
-        ).result()
-        stats |= {
-            "candidate_code_pairs": n_pairs,
-            "components": n_components,
-            "cluster_groups": min(1, n_components),  # none for an empty graph, as by components
-            "label_rounds": 0,
-            "label_bytes": 0,
-        }
-        return [clustered] if n_components else []
+        )
 
     def _distinct_candidates(self) -> list[Any]:
         """Keep each candidate pair once: shuffled by a hash of the pair (`_pairs`; futures)."""
@@ -158,7 +142,8 @@ class ClusterStage(RunState):
         """Label the components on the workers, deal them to groups, cluster each group.
 
         Each stage's futures are dropped once the next stage is submitted, so that the workers
-        let their results go as soon as they are used. Returns each group's clustering result.
+        let their results go as soon as they are used. Returns the futures of each group's
+        clustering (none for an empty graph).
         """
         client = self.client
         documents, labelled = self._shard_components(self._label_components(stats))
@@ -192,7 +177,7 @@ class ClusterStage(RunState):
             for j, (d, p) in enumerate(zip(documents, labelled, strict=True))
         ]
         del documents, labelled
-        return client.gather(self._cluster_groups(routed, n_groups, dealt, featureless))
+        return self._cluster_groups(routed, n_groups, dealt, featureless)
 
     def _shard_components(self, labels: list[Any]) -> tuple[list[Any], list[Any]]:
         """Name each node shard's documents in components and label its pairs (futures)."""
@@ -419,17 +404,83 @@ def _cluster_whole_group(
     policy: str,
     empty_as_duplicates: bool,
     *taken: tuple[Any, np.ndarray, np.ndarray | None],
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, int, int]:
-    """Cluster the whole group; add its pairs and components (`groups.whole_group`; a task).
+) -> Removals:
+    """Cluster the whole group (`groups.whole_group`; a task).
 
-    Returns `groups.cluster_group`'s removed, kept_for, similarity and verified (nothing
-    removed nor verified for an empty graph), then the pairs and components.
+    Returns its `Removals`, counting the graph's pairs and components too (nothing removed
+    nor verified for an empty graph).
     """
     documents, pairs, components = group
+    counts = {
+        "candidate_code_pairs": len(pairs),
+        "components": components,
+        "cluster_groups": min(1, components),  # none for an empty graph, as by components
+        "label_rounds": 0,
+        "label_bytes": 0,
+    }
     if not components:
-        empty = np.zeros(0, np.int64)
-        return empty, empty, np.zeros(0), 0, 0, 0
+        return removals([], counts)
     clustered = groups.cluster_group(
         documents, pairs, limit, method, policy, empty_as_duplicates, *taken
     )
-    return *clustered, len(pairs), components
+    return removals([clustered], counts)
+
+
+class Removals(NamedTuple):
+    """What the clustering removed, and what the driver counts of it (`removals`).
+
+    Attributes
+    ----------
+    removed : ndarray, dtype int64
+        The removed rows, ascending.
+    kept_for : ndarray, dtype int64
+        The row kept for each.
+    similarity : ndarray, dtype float64
+        Each one's similarity to it.
+    clustered : ndarray, dtype int64
+        Every document of a cluster of two or more (removed or kept), ascending.
+    counts : dict
+        The run's statistics the clustering counted: ``pairs_verified``, and the graph's
+        pairs and components where one task clustered it.
+    """
+
+    removed: np.ndarray
+    kept_for: np.ndarray
+    similarity: np.ndarray
+    clustered: np.ndarray
+    counts: dict[str, int]
+
+
+def removals(
+    clustered: list[tuple[np.ndarray, np.ndarray, np.ndarray, int]], counts: dict[str, int]
+) -> Removals:
+    """Join the groups' clusterings into the run's `Removals` (a task).
+
+    ``clustered`` holds each group's `groups.cluster_group` result; ``counts`` the statistics
+    counted so far, to which the pairs verified are added.
+
+    Examples
+    --------
+    >>> found = removals(
+    ...     [(np.array([7]), np.array([2]), np.array([0.9]), 3),
+    ...      (np.array([4]), np.array([1]), np.array([0.8]), 1)],
+    ...     {},
+    ... )
+    >>> found.removed.tolist(), found.kept_for.tolist(), found.clustered.tolist()
+    ([4, 7], [1, 2], [1, 2, 4, 7])
+    >>> found.counts
+    {'pairs_verified': 4}
+    """
+    empty = np.zeros(0, np.int64)
+    removed = np.concatenate([empty, *(c[0] for c in clustered)])
+    kept_for = np.concatenate([empty, *(c[1] for c in clustered)])
+    similarity = np.concatenate([np.zeros(0), *(c[2] for c in clustered)])
+    order = np.argsort(removed)
+    removed, kept_for = removed[order], kept_for[order]
+    return Removals(
+        removed,
+        kept_for,
+        similarity[order],
+        np.union1d(removed, kept_for),
+        counts | {"pairs_verified": int(sum(c[3] for c in clustered))},
+    )

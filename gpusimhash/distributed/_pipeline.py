@@ -44,13 +44,14 @@ stages' fixed costs on the cluster.
    the heavy components, and only (row, kept row, similarity) of the removed documents come
    back.
 5. ``write``: each partition writes its kept records (or every record, annotated) to its own
-   output part; the driver writes the duplicates report from the ids and codes of the
-   clustered documents only, while the parts are written where the ids are the rows (no id
-   field), after them otherwise (the write tasks collect the ids). With a truth field, the
-   write tasks count each label's documents and kept ones, and tasks split by label sum
-   them. With ``report``, the sample is drawn
-   first from the clustered documents' codes and feature hashes (its neighbourhood searched
-   on the partitions), and the write tasks collect the sampled documents' texts.
+   output part as the clustering ends (each task takes its rows from the clustering's result,
+   submitted before that result reaches the driver); the driver writes the duplicates report
+   from the ids and codes of the clustered documents only, while the parts are written where
+   the ids are the rows (no id field), after them otherwise (the write tasks collect the ids).
+   With a truth field, the write tasks count each label's documents and kept ones, and tasks
+   split by label sum them. With ``report``, the sample is drawn first from the clustered
+   documents' codes and feature hashes (its neighbourhood searched on the partitions), and
+   the write tasks collect the sampled documents' texts.
 """
 
 from __future__ import annotations
@@ -453,17 +454,20 @@ class _Run(JoinStage, ClusterStage, WriteStage):
         del index  # each worker lets its copy of the feature index go
         timings["join"] = time.perf_counter() - clock
         clock = time.perf_counter()
-        removed, kept_for, to_kept = self._cluster(stats)
+        future = self._cluster(stats)
+        started = self._start_write(future)  # the parts are written as the clustering ends
+        found = future.result()
+        stats |= found.counts
         timings["cluster"] = time.perf_counter() - clock
         clock = time.perf_counter()
-        files, clusters = self._write(removed, kept_for, to_kept)
+        files, clusters = self._write(started, found)
         timings["write"] = time.perf_counter() - clock
         timings["total"] = time.perf_counter() - start
-        summary = self._summary(removed, to_kept, clusters, stats, files, timings)
+        summary = self._summary(found.removed, found.similarity, clusters, stats, files, timings)
         if self.options.report:
             self._report(summary)
         write_json(self.out_dir / "summary.json", summary)
-        return DistributedResult(summary, removed, kept_for, clusters.split())
+        return DistributedResult(summary, found.removed, found.kept_for, clusters.split())
 
     def _summary(
         self,

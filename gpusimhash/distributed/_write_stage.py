@@ -2,17 +2,18 @@
 
 `WriteStage._write` has each partition write its kept (or annotated) records to its own part,
 reading its file again on any worker, while the driver builds the duplicates report from the
-ids and codes of the clustered documents only. Where the ids are the documents' rows (no id
-field, or plain text), the driver writes it while the parts are written; otherwise the write
-tasks collect the ids as they read, and the report follows them. With ``report`` it draws the
-single machine's sample of pairs (codes fetched from the partitions, texts of the sampled
-documents only), and with ``truth_field`` it sums the ground-truth counts the write tasks made.
+ids and codes of the clustered documents only. The write tasks take their rows from the
+clustering's removals themselves, submitted before the removals reach the driver
+(`WriteStage._start_write`), unless the report's sample or the annotations need the clusters
+first. Where the ids are the documents' rows (no id field, or plain text), the driver writes
+the report while the parts are written; otherwise the write tasks collect the ids as they
+read, and the report follows them. With ``report`` it draws the single machine's sample of
+pairs (codes fetched from the partitions, texts of the sampled documents only), and with
+``truth_field`` it sums the ground-truth counts the write tasks made.
 """
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -23,8 +24,9 @@ import numpy as np
 
 from gpusimhash.codes import code_words, hamming
 from gpusimhash.dedup import report as report_module
-from gpusimhash.dedup.outputs import DUPLICATES_CHUNK
+from gpusimhash.dedup.duplicates_chunk import DuplicatesChunk, chunk_spans, write_chunk
 from gpusimhash.distributed import _partitions as partitions
+from gpusimhash.distributed._cluster_stage import Removals
 from gpusimhash.distributed._run import RunState, on_worker, piece, worker_names
 from gpusimhash.evaluation import removal_figures
 from gpusimhash.io.parquet_parts import unified_schema
@@ -36,60 +38,67 @@ __all__ = ["ClusterRows", "WriteStage", "cluster_rows"]
 class WriteStage(RunState):
     """Write the kept parts and the reports (a mixin of the run)."""
 
-    def _write(
-        self, removed: np.ndarray, kept_for: np.ndarray, to_kept: np.ndarray
-    ) -> tuple[dict[str, str], ClusterRows]:
-        """Write each partition's kept (or annotated) part, and the duplicates report.
+    def _start_write(self, found: Any) -> _Started:
+        """Submit what needs only the clustering's removals, before they reach the driver.
 
-        ``removed``, ``kept_for`` and ``to_kept`` hold the removed rows (ascending), their kept
-        rows and similarities. With ``report``, the report's sample is drawn first (its texts
-        are collected while the parts are written); with ``truth_field``, the ground-truth
-        scores are counted. Where the ids are the rows (`ReadOptions.ids_are_rows`), the
-        duplicates report is written while the parts are; otherwise the write tasks collect
-        the clustered documents' ids first. Returns the files written and the rows of each
-        cluster (a kept document and those removed for it), by first row.
+        ``found`` is the future of the `Removals`. The clustered documents' codes are taken
+        from each partition and, unless the report's sample or the annotations need the
+        clusters first, each partition's kept part is written: each task takes its rows from
+        the removals itself, so that it begins as the clustering ends, with no wait for the
+        driver.
+        """
+        name = "annotated" if self.options.annotate else "kept"
+        folder = self.out_dir / name
+        folder.mkdir(parents=True, exist_ok=True)
+        codes = [
+            self.client.submit(
+                _clustered_codes,
+                part,
+                found,
+                int(self.offsets[d]),
+                int(self.offsets[d + 1]),
+                key=self.key("codes", d),
+            )
+            for d, part in enumerate(self.parts)
+        ]
+        started = _Started(found, folder, codes, [])
+        if not (self.options.report or self.options.annotate):
+            started.written = self._write_parts(started, {}, {})
+        return started
+
+    def _write_parts(
+        self,
+        started: _Started,
+        texts_by: dict[int, np.ndarray],
+        annotations: dict[int, partitions.Annotations],
+    ) -> list[Any]:
+        """Submit each partition's write task; return their futures.
+
+        ``texts_by`` holds the rows whose texts each partition collects (the report's sample),
+        ``annotations`` each partition's annotations (``annotate``). The tasks are spread over
+        the workers when submitted, not held back by the scheduler until one is free: the
+        driver writes the duplicates report meanwhile (`on_worker`).
         """
         client, options = self.client, self.options
         fmt = options.output_format
-        name = "annotated" if options.annotate else "kept"
-        folder = self.out_dir / name
-        folder.mkdir(parents=True, exist_ok=True)
-        rows = np.union1d(removed, kept_for)  # every clustered document
-        removed_by = dict(self._by_partition(removed))
-        wanted_by = dict(self._by_partition(rows))
-        ids_known = self.read.ids_are_rows(self.paths)
+        with_ids = not self.read.ids_are_rows(self.paths)
         empty = np.zeros(0, np.int64)
-        # the codes first (small tasks): the report's sample needs them before parts are written
-        codes = [
-            client.submit(partitions.take_codes, self.parts[d], part_rows, int(self.offsets[d]))
-            for d, part_rows in wanted_by.items()
-        ]
-        early = options.report or options.annotate  # their write tasks need the clusters
-        if early:
-            clusters, clustered = _clustered(removed, kept_for, to_kept)
-        code_of = self._codes(codes) if options.report else None  # the sample needs them now
-        sample = None if code_of is None else self._sample(clustered, clusters, code_of)
-        texts_by = dict(self._by_partition(empty if sample is None else sample["rows"]))
-        annotations = self._annotations(clustered, wanted_by, ids_known) if options.annotate else {}
-        truth_tasks = max(1, min(len(self.paths), 2 * self.n_workers))
-        # spread over the workers when submitted, not held back by the scheduler until one is
-        # free: the driver writes the duplicates report meanwhile (`on_worker`)
         workers = worker_names(client)
-        written = [
+        return [
             client.submit(
-                partitions.write_part,
+                _write_part,
                 file,
+                started.found,
                 self.read,
-                int(self.offsets[d]),
-                removed_by.get(d, empty),
-                empty if ids_known else wanted_by.get(d, empty),
-                folder / f"part-{d:05d}.{fmt}",
+                (int(self.offsets[d]), int(self.offsets[d + 1])),
+                with_ids,
+                started.folder / f"part-{d:05d}.{fmt}",
                 fmt,
                 partitions.Extras(
                     annotations=annotations.get(d),
                     texts_of=texts_by.get(d, empty),
                     truth_field=options.truth_field,
-                    truth_tasks=truth_tasks,
+                    truth_tasks=self._truth_tasks,
                 ),
                 schema=self.kept_schema,
                 key=self.key("write", d),
@@ -97,28 +106,54 @@ class WriteStage(RunState):
             )
             for d, file in enumerate(self.files)
         ]
+
+    def _write(self, started: _Started, found: Removals) -> tuple[dict[str, str], ClusterRows]:
+        """Write each partition's kept (or annotated) part, and the duplicates report.
+
+        ``started`` holds the tasks `_start_write` submitted, ``found`` the removals. With
+        ``report``, the report's sample is drawn first (its texts are collected while the
+        parts are written); with ``truth_field``, the ground-truth scores are counted. Where
+        the ids are the rows (`ReadOptions.ids_are_rows`), the duplicates report is written
+        while the parts are; otherwise the write tasks collect the clustered documents' ids
+        first. Returns the files written and the rows of each cluster (a kept document and
+        those removed for it), by first row.
+        """
+        options = self.options
+        fmt = options.output_format
+        name = started.folder.name
+        ids_known = self.read.ids_are_rows(self.paths)
+        clusters, clustered = _clustered(found.removed, found.kept_for, found.similarity)
+        sample = None
+        if not started.written:  # report, annotate: their write tasks need the clusters
+            code_of = self._codes(started.codes) if options.report else None
+            sample = None if code_of is None else self._sample(clustered, clusters, code_of)
+            texts_by = dict(
+                self._by_partition(np.zeros(0, np.int64) if sample is None else sample["rows"])
+            )
+            wanted_by = dict(self._by_partition(found.clustered))
+            annotations = (
+                self._annotations(clustered, wanted_by, ids_known) if options.annotate else {}
+            )
+            started.written = self._write_parts(started, texts_by, annotations)
+        written = started.written
         # the label counts stay on the workers, summed there by label (`_ground_truth`)
         finished = (
             written
             if options.truth_field is None
-            else [client.submit(_without_truth, w) for w in written]
+            else [self.client.submit(_without_truth, w) for w in written]
         )
-        if not early:  # while the parts are written
-            clusters, clustered = _clustered(removed, kept_for, to_kept)
-        if code_of is None:
-            code_of = self._codes(codes)
-        report = _report_columns(clustered, clusters, code_of)
+        report = _report_columns(clustered, clusters, self._codes(started.codes))
         path = self.out_dir / f"duplicates.{fmt}"
         ids = clustered.rows.tolist() if ids_known else []
         if ids_known:
             _write_duplicates(path, fmt, report, ids)
-        done = client.gather(finished)
+        done = self.client.gather(finished)
         if fmt == "parquet" and self.kept_schema is None:
-            self._unify_parts(folder, fmt, [part.schema for part in done])
+            self._unify_parts(started.folder, fmt, [part.schema for part in done])
         elif fmt == "csv":
-            self._unify_headers(folder, fmt, [(part.records, part.header) for part in done])
+            self._unify_headers(started.folder, fmt, [(part.records, part.header) for part in done])
         self.ground_truth = (
-            None if options.truth_field is None else self._ground_truth(written, truth_tasks)
+            None if options.truth_field is None else self._ground_truth(written, self._truth_tasks)
         )
         kept_count = sum(part.records for part in done)
         if not ids_known:
@@ -145,6 +180,11 @@ class WriteStage(RunState):
             self.report_data["cluster_sizes"] = clusters.sizes
             files["report.md"] = "the report, with plots (PNG)"
         return files, clusters
+
+    @property
+    def _truth_tasks(self) -> int:
+        """Tasks summing the ground-truth label counts: two per worker, at most one a part."""
+        return max(1, min(len(self.paths), 2 * self.n_workers))
 
     def _unify_parts(self, folder: Path, fmt: str, schemas: list[Any]) -> None:
         """Rewrite the Parquet parts whose inferred schema is not all parts' (on the workers).
@@ -345,6 +385,62 @@ def _without_truth(written: partitions.WrittenPart) -> partitions.WrittenPart:
 
 
 @dataclass
+class _Started:
+    """The write stage's tasks submitted before the removals reach the driver (`_start_write`).
+
+    ``written`` is empty until the write tasks are submitted.
+    """
+
+    found: Any  # the future of the clustering's `Removals`
+    folder: Path  # the parts' folder
+    codes: list[Any]  # each partition's clustered documents' codes
+    written: list[Any]  # each partition's write task
+
+
+def _clustered_codes(part: partitions.Part, found: Removals, lo: int, hi: int) -> np.ndarray:
+    """Return the codes of a partition's clustered documents (rows ``lo .. hi - 1``; a task)."""
+    return partitions.take_codes(part, _within(found.clustered, lo, hi), lo)
+
+
+def _write_part(
+    file: partitions.PartFile,
+    found: Removals,
+    read: partitions.ReadOptions,
+    bounds: tuple[int, int],
+    with_ids: bool,
+    out_path: Path,
+    output_format: str,
+    extras: partitions.Extras,
+    *,
+    schema: Any,
+) -> partitions.WrittenPart:
+    """Write a partition's part (rows ``bounds``), its rows taken from the removals (a task).
+
+    With ``with_ids``, the ids of its clustered documents are collected
+    (`partitions.write_part`).
+    """
+    lo, hi = bounds
+    wanted = _within(found.clustered, lo, hi) if with_ids else found.clustered[:0]
+    return partitions.write_part(
+        file,
+        read,
+        lo,
+        _within(found.removed, lo, hi),
+        wanted,
+        out_path,
+        output_format,
+        extras,
+        schema=schema,
+    )
+
+
+def _within(rows: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """Return the ascending rows from ``lo`` up to, not including, ``hi``."""
+    a, b = np.searchsorted(rows, [lo, hi])
+    return rows[a:b]
+
+
+@dataclass
 class _ReportColumns:
     """The duplicates report by column, every value but the ids (`_report_columns`).
 
@@ -360,55 +456,23 @@ class _ReportColumns:
     distances: np.ndarray
     similarities: np.ndarray
 
-    def chunks(self, ids: list[Any]) -> Iterator[list[dict[str, Any]]]:
-        """Yield the records as the single machine writes them: `DUPLICATES_CHUNK` at a time.
+    def chunks(self, ids: list[Any]) -> Iterator[DuplicatesChunk]:
+        """Yield the clusters in the single machine's chunks (`chunk_spans`).
 
-        ``ids`` holds the clustered documents' ids by position. The last chunk (perhaps empty)
-        comes last, as the single machine's last write.
+        ``ids`` holds the clustered documents' ids by position.
         """
-        n = self.bounds.size - 1
-        for lo in range(0, n - n % DUPLICATES_CHUNK, DUPLICATES_CHUNK):
-            yield self.records(ids, lo, lo + DUPLICATES_CHUNK)
-        yield self.records(ids, n - n % DUPLICATES_CHUNK, n)
-
-    def records(self, ids: list[Any], lo: int, hi: int) -> list[dict[str, Any]]:
-        """Return the records of clusters ``lo .. hi - 1``."""
-        first, last = int(self.bounds[lo]), int(self.bounds[hi])
-        bounds = (self.bounds[lo : hi + 1] - first).tolist()
-        kept = self.kept_local[lo:hi].tolist()
-        kept_rows = self.kept_rows[lo:hi].tolist()
-        member_ids = [ids[k] for k in self.member_local[first:last].tolist()]
-        rows = self.member_rows[first:last].tolist()
-        distances = self.distances[first:last].tolist()
-        similarities = self.similarities[first:last].tolist()
-        # a record is 5 new containers: the cyclic collector would otherwise run over the
-        # driver's whole heap every few hundred records (measured: 0.75 s of 0.8 s at 2M docs)
-        with _collector_paused():
-            return [
-                {
-                    "cluster": lo + c,
-                    "size": b - a,
-                    "kept_id": ids[kept[c]],
-                    "kept_row": kept_rows[c],
-                    "ids": member_ids[a:b],
-                    "rows": rows[a:b],
-                    "distances": distances[a:b],
-                    "similarities": similarities[a:b],
-                }
-                for c, (a, b) in enumerate(itertools.pairwise(bounds))
-            ]
-
-
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector (if it runs) inside the block."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
+        for lo, hi in chunk_spans(self.bounds.size - 1):
+            first, last = int(self.bounds[lo]), int(self.bounds[hi])
+            yield DuplicatesChunk(
+                first=lo,
+                bounds=(self.bounds[lo : hi + 1] - first).tolist(),
+                kept_ids=[ids[k] for k in self.kept_local[lo:hi].tolist()],
+                kept_rows=self.kept_rows[lo:hi].tolist(),
+                ids=[ids[k] for k in self.member_local[first:last].tolist()],
+                rows=self.member_rows[first:last].tolist(),
+                distances=self.distances[first:last].tolist(),
+                similarities=self.similarities[first:last].tolist(),
+            )
 
 
 @dataclass
@@ -507,8 +571,8 @@ def cluster_rows(removed: np.ndarray, kept_for: np.ndarray) -> ClusterRows:
 def _write_duplicates(path: Path, fmt: str, report: _ReportColumns, ids: list[Any]) -> None:
     """Write the duplicates report, ``ids`` the clustered documents' ids by position."""
     with RecordWriter(path, fmt) as writer:
-        for records in report.chunks(ids):
-            writer.write(records)
+        for chunk in report.chunks(ids):
+            write_chunk(writer, chunk)
 
 
 def _report_columns(

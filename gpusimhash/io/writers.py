@@ -265,6 +265,34 @@ class RecordWriter:
             self._stream.write(("\n".join(lines) + "\n").encode("utf-8"))
         self.count += len(lines)
 
+    def write_encoded_lines(self, lines: list[bytes]) -> None:
+        """Append records given as their JSON lines' UTF-8 bytes, written as they are (JSONL only).
+
+        Parameters
+        ----------
+        lines : list of bytes
+            One JSON object each, without a line ending.
+
+        Raises
+        ------
+        ValueError
+            The file is not JSONL.
+
+        Examples
+        --------
+        >>> import tempfile, os
+        >>> path = os.path.join(tempfile.mkdtemp(), "out.jsonl")
+        >>> with RecordWriter(path) as writer:
+        ...     writer.write_encoded_lines([b'{"n": 1}', b'{"n": 2}'])
+        >>> open(path).read().splitlines()
+        ['{"n": 1}', '{"n": 2}']
+        """
+        if self.format != "jsonl":
+            raise ValueError(f"JSON lines are written to JSONL, not {self.format}")
+        if lines:
+            self._stream.write(b"\n".join(lines) + b"\n")
+        self.count += len(lines)
+
     def write_header(self, names: list[str]) -> None:
         """Give a CSV file that has no header yet this one (a file of no records then has one).
 

@@ -437,11 +437,9 @@ def test_duplicates_written_in_the_single_machines_chunks(
     corpus, cluster, tmp_path, fmt, monkeypatch
 ):
     # 7 clusters a write: Parquet row groups as on one machine, the driver never holding all
-    from gpusimhash.dedup import outputs
-    from gpusimhash.distributed import _write_stage
+    from gpusimhash.dedup import duplicates_chunk
 
-    monkeypatch.setattr(outputs, "DUPLICATES_CHUNK", 7)
-    monkeypatch.setattr(_write_stage, "DUPLICATES_CHUNK", 7)
+    monkeypatch.setattr(duplicates_chunk, "DUPLICATES_CHUNK", 7)
     root, layouts = corpus
     options = {**FAST, "output_format": fmt}
     single = dedup_file(root / "all.jsonl", tmp_path / "single", **options)

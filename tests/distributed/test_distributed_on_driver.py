@@ -368,12 +368,14 @@ def test_invalid_plain_text_lines_are_skipped_as_on_one_machine(tmp_path, annota
 class _RecordingClient:
     """A client that records each task's key and placement, then submits it."""
 
-    def __init__(self, client):
+    def __init__(self, client, events=None):
         self._client = client
         self.placed = {}
+        self.events = [] if events is None else events  # the keys submitted, in order
 
     def submit(self, function, *args, **kwargs):
         self.placed[kwargs.get("key")] = kwargs.get("workers")
+        self.events.append(kwargs.get("key"))
         return self._client.submit(function, *args, **kwargs)
 
     def __getattr__(self, name):
@@ -393,6 +395,30 @@ def test_the_write_tasks_are_placed_round_the_workers_when_submitted(corpus, tmp
     assert len(writes) == 5
     by_partition = sorted((int(k.rsplit("-", 1)[1]), w) for k, w in writes.items())
     assert by_partition == [(d, [workers[d % 2]]) for d in range(5)]
+    dedup_file(corpus / "all.jsonl", tmp_path / "single")
+    _same_outputs(tmp_path / "single", tmp_path / "spread")
+
+
+def test_the_parts_are_written_without_a_wait_for_the_driver(corpus, tmp_path, monkeypatch):
+    # each write task takes its rows from the clustering's result, so it begins as the
+    # clustering ends, not once the driver has the removals and submits it
+    events = []
+    result = distributed.Future.result
+
+    def asked(future, *args, **kwargs):
+        if "-cluster-" in str(future.key):
+            events.append("result")
+        return result(future, *args, **kwargs)
+
+    monkeypatch.setattr(distributed.Future, "result", asked)
+    with distributed.Client(
+        processes=False, n_workers=2, threads_per_worker=1, dashboard_address=":0"
+    ) as client:
+        recording = _RecordingClient(client, events)
+        dedup(corpus / "parts", tmp_path / "spread", client=recording, driver_input_bytes=-1)
+    writes = [at for at, key in enumerate(events) if key and "-write-" in key]
+    assert len(writes) == 5
+    assert max(writes) < events.index("result")
     dedup_file(corpus / "all.jsonl", tmp_path / "single")
     _same_outputs(tmp_path / "single", tmp_path / "spread")
 
