@@ -173,17 +173,12 @@ class JoinStage(RunState):
         client, options = self.client, self.options
         replicas, shares = index.replicas, index.shares
         budget = None if options.force else options.max_candidate_pairs
-        found = self._probe_shares(index, budget)
         summary = client.submit(features.index_summary, replicas[0])
         self.members = [client.submit(features.index_members, replicas[0])]
-        # the driver's one wait of the join: a share over budget raises here
-        (distinct, documents, entries, shared, sent, n_members), *counts = client.gather(
-            [summary, *(client.submit(features.share_counts, f) for f in found)]
-        )
+        self.candidates, counts = self._probe_shares(index, budget)
+        distinct, documents, entries, shared, sent, n_members = summary.result()
         passing = sum(p for _, p in counts)
         features.check_passing(passing, self.limit, budget)
-        self.candidates = [client.submit(piece, f, 0) for f in found]
-        del found
         self.repeated_pairs = bool(shared)  # a pair of codes may come from two shares
         self.work = n_members + sum(n for n, _ in counts)
         return {
@@ -202,54 +197,68 @@ class JoinStage(RunState):
             },
         }
 
-    def _probe_shares(self, index: IndexTasks, budget: int | None) -> list[Any]:
-        """Probe every share of the index on a worker's own copy; return the shares' futures.
+    def _probe_shares(
+        self, index: IndexTasks, budget: int | None
+    ) -> tuple[list[Any], list[tuple[int, int]]]:
+        """Probe every share of the index on a worker's own copy.
 
         Each worker takes `_QUEUED_SHARES` shares at first, and each share it finishes hands it
         the next share not yet begun, so that a worker slowed by other jobs probes fewer. A
-        share never moves to another worker: its copy of the index would have to. Once a share
-        fails (a refusal, a lost worker) no other is begun; the failure is raised where the
-        shares' counts are gathered. Returns the futures in share order.
+        share never moves to another worker: its copy of the index would have to. Each share's
+        pairs and counts are taken from it where it ran, as it ends: the driver learns the
+        counts as the shares end, and waits for no task once the last has. Once a share fails
+        (a refusal, a lost worker) no other is begun, and its failure is raised.
+
+        Returns the futures of the shares' pairs of codes and the shares' counts (pairs of
+        codes, passing pairs of documents), in share order.
         """
         client, replicas, workers = self.client, index.replicas, index.workers
         waiting = iter(range(index.shares))
-        found: dict[int, Any] = {}
+        pairs: dict[int, Any] = {}
+        counted: dict[int, Any] = {}
 
         def hand(w: int) -> Any:
-            """Submit the next share to worker ``w``; None when every share is begun."""
+            """Submit the next share to worker ``w``; return its counts' future (None: done)."""
             s = next(waiting, None)
             if s is None:
                 return None
-            found[s] = client.submit(
+            placed = on_worker(workers[w])
+            found = client.submit(
                 features.probe_share,
                 replicas[w],
                 s,
                 budget,
                 key=self.key("feature-share", s),
-                **on_worker(workers[w]),
+                **placed,
             )
-            return found[s]
+            pairs[s] = client.submit(piece, found, 0, key=self.key("share-pairs", s), **placed)
+            counted[s] = client.submit(
+                features.share_counts, found, key=self.key("share-counts", s), **placed
+            )
+            return counted[s]
 
         if isinstance(client, InlineClient):  # each done as submitted, on the driver
             while hand(0) is not None:
                 pass
-            return list(found.values())
+            return [pairs[s] for s in sorted(pairs)], client.gather(list(counted.values()))
         from dask.distributed import as_completed
 
-        held = {}  # the worker of each share begun
+        held = {}  # the worker of each share begun, by its counts' key
         for _ in range(_QUEUED_SHARES):
             for w in range(len(workers)):
                 if (future := hand(w)) is not None:
                     held[future.key] = w
-        finished = as_completed(list(found.values()))  # type: ignore[no-untyped-call]
-        for future in finished:
-            if future.status != "finished":
-                break
+        counts: dict[Any, tuple[int, int]] = {}
+        finished = as_completed(  # type: ignore[no-untyped-call]
+            list(counted.values()), with_results=True
+        )
+        for future, result in finished:  # a failed share raises its error here
+            counts[future.key] = result
             w = held.pop(future.key)
             if (following := hand(w)) is not None:
                 held[following.key] = w
                 finished.add(following)  # type: ignore[no-untyped-call]
-        return [found[s] for s in sorted(found)]
+        return [pairs[s] for s in sorted(pairs)], [counts[counted[s].key] for s in sorted(pairs)]
 
     def _plan_join(self, collapsed: list[Any]) -> tuple[JoinPlan, float]:
         """Choose the join from a sample of the distinct codes; refuse or warn before a costly one.

@@ -423,6 +423,25 @@ def test_the_parts_are_written_without_a_wait_for_the_driver(corpus, tmp_path, m
     _same_outputs(tmp_path / "single", tmp_path / "spread")
 
 
+def test_each_shares_pairs_and_counts_are_taken_where_it_ran(corpus, tmp_path):
+    # the driver learns the counts as the shares end, and waits for no task after the last
+    with distributed.Client(
+        processes=False, n_workers=2, threads_per_worker=1, dashboard_address=":0"
+    ) as client:
+        recording = _RecordingClient(client)
+        dedup(corpus / "parts", tmp_path / "spread", client=recording, driver_input_bytes=-1)
+    keys = [key for key in recording.events if key]
+    shares = [key for key in keys if "-feature-share-" in key]
+    assert len(shares) == 8
+    for key in shares:
+        at = keys.index(key)
+        taken = [key.replace("-feature-share-", f"-share-{what}-") for what in ("pairs", "counts")]
+        assert keys[at + 1 : at + 3] == taken
+        assert [recording.placed[k] for k in taken] == [recording.placed[key]] * 2
+    dedup_file(corpus / "all.jsonl", tmp_path / "single")
+    _same_outputs(tmp_path / "single", tmp_path / "spread")
+
+
 def test_a_slow_worker_probes_fewer_feature_shares(corpus, tmp_path, monkeypatch):
     # each share a worker finishes hands it the next: the other worker takes the slow one's
     probe = features.probe_share
