@@ -21,7 +21,7 @@ from gpusimhash.distributed import _components as components
 from gpusimhash.distributed import _groups as groups
 from gpusimhash.distributed import _partitions as partitions
 from gpusimhash.distributed._pairs import distinct_pairs, route_pairs
-from gpusimhash.distributed._run import RunState, nbytes, piece
+from gpusimhash.distributed._run import RunState, nbytes, on_worker, piece
 
 __all__ = ["ClusterStage", "Removals", "removals"]
 
@@ -111,6 +111,7 @@ class ClusterStage(RunState):
                 group,
                 int(self.offsets[d]),
                 key=self.key("group-take", 0, d),
+                **on_worker(self.holders[d]),
             )
             for d in holding.tolist()
         ]

@@ -1,25 +1,25 @@
 """The exact feature join across workers: one index of every document on each, probed in shares.
 
-Where the single machine takes its candidates from the features (`gpusimhash.dedup.candidates`),
-so does the cluster, with the same pairs. Each partition hands the features and codes of its
-featured documents (`featured_documents`) to an index task on every worker
-(`index_documents`), which does what the single machine's
+Where the single machine takes its candidates from the features
+(`gpusimhash.dedup.candidates`), so does the cluster, with the same pairs. Each partition hands
+the features and codes of its featured documents (`featured_documents`) to an index task on
+every worker (`index_documents`), which does what the single machine's
 `gpusimhash.dedup.candidates.feature_graph` does before it probes: identical codes collapsed,
-one representative per code and identical features, the representatives ordered by size key
-and their tails indexed (`gpusimhash.verify._feature_join.feature_index`), all in global row
-order, so that each copy of the index is the single machine's. The workers build their copies
-at once, where one index shipped to every worker would leave all but one idle while it is built
-and then move more bytes than the features it is built from. The probing, nearly all of the
-join's work, is split by the documents that probe: share ``s`` of ``k`` probes the ``s``-th of
-``k`` ranges of positions in size-key order, of about equal reads (`probe_share`;
-`gpusimhash.verify._feature_join.range_bounds` and `probe_range`), on its worker's copy, once
-the index's reads are checked against the budget as one machine checks them. A range's
-documents are probed in order, so that each worker reads the postings and documents near its
-own: shares interleaved over every position took 1.2x as long in all (`probe_range`). Every
-passing pair of documents is found by exactly one share; each share names its pairs by their
-codes' lowest rows, as the table and tile tasks do. Where some code has two
-representatives (documents of that code with other features), two shares may find one pair of
-codes (`IndexedDocuments.shared_codes`), and the clustering keeps each once
+one representative per code and identical features, the representatives ordered by size key and
+their tails indexed (`gpusimhash.verify._feature_join.feature_index`), all in global row order,
+so that each copy of the index is the single machine's. The workers build their copies at once,
+where one index shipped to every worker would leave all but one idle while it is built and then
+move more bytes than the features it is built from. The probing, nearly all of the join's work,
+is split by the documents that probe: share ``s`` of ``k`` probes the ``s``-th of ``k`` ranges
+of positions in size-key order, of shrinking reads, the last `SHARE_RATIO` of the first
+(`probe_share`; `gpusimhash.verify._feature_join.range_bounds` and `probe_range`), on its
+worker's copy, once the index's reads are checked against the budget as one machine checks
+them. A range's documents are probed in order, so that each worker reads the postings and
+documents near its own: shares interleaved over every position took 1.2x as long in all
+(`probe_range`). Every passing pair of documents is found by exactly one share; each share
+names its pairs by their codes' lowest rows, as the table and tile tasks do. Where some code
+has two representatives (documents of that code with other features), two shares may find one
+pair of codes (`IndexedDocuments.shared_codes`), and the clustering keeps each once
 (`gpusimhash.distributed._pairs`); otherwise each share's pairs are already distinct.
 
 The index holds every featured document's features on each worker (up to
@@ -63,6 +63,11 @@ __all__ = [
     "share_counts",
     "worker_room",
 ]
+
+# the last share's reads against the first's: the shares are handed out to the workers as they
+# finish (`gpusimhash.distributed._join_stage`), each worker holding two; small last shares
+# leave the other workers little idle time once none is left to hand out
+SHARE_RATIO = 0.25
 
 # a partition's featured documents: their rows in it, codes (uint64 words), features, and the
 # partition's documents
@@ -132,7 +137,8 @@ def index_documents(parts: list[Featured], limit: Threshold, shares: int) -> Ind
     limit : Threshold
         A verified threshold above 0.
     shares : int
-        The shares that probe it, ``>= 1``: ranges of positions of about equal reads.
+        The shares that probe it, ``>= 1``: ranges of positions of shrinking reads
+        (`SHARE_RATIO`).
 
     Returns
     -------
@@ -164,7 +170,7 @@ def index_documents(parts: list[Featured], limit: Threshold, shares: int) -> Ind
     return IndexedDocuments(
         index=index,
         code_rows=rows[first[inverse[representative]]],
-        bounds=range_bounds(index, shares),
+        bounds=range_bounds(index, shares, ratio=SHARE_RATIO ** (1 / max(1, shares - 1))),
         distinct_codes=int(unique.shape[0]),
         members=np.stack([rows[shared], rows[first[inverse[shared]]]], axis=1),
         input_bytes=sum(_featured_bytes(p) for p in parts),

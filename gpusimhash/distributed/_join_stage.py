@@ -17,6 +17,7 @@ pair once.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -205,9 +206,9 @@ class JoinStage(RunState):
         Each worker takes `_QUEUED_SHARES` shares at first, and each share it finishes hands it
         the next share not yet begun, so that a worker slowed by other jobs probes fewer. A
         share never moves to another worker: its copy of the index would have to. Each share's
-        pairs and counts are taken from it where it ran, as it ends: the driver learns the
-        counts as the shares end, and waits for no task once the last has. Once a share fails
-        (a refusal, a lost worker) no other is begun, and its failure is raised.
+        pairs and counts are taken from it where it ran, submitted with it, so that the counts
+        of the last shares follow them at once. Once a share fails (a refusal, a lost worker)
+        no other is begun; its failure is raised where the counts are gathered.
 
         Returns the futures of the shares' pairs of codes and the shares' counts (pairs of
         codes, passing pairs of documents), in share order.
@@ -218,7 +219,7 @@ class JoinStage(RunState):
         counted: dict[int, Any] = {}
 
         def hand(w: int) -> Any:
-            """Submit the next share to worker ``w``; return its counts' future (None: done)."""
+            """Submit the next share to worker ``w``; return its future (None: every share begun)."""
             s = next(waiting, None)
             if s is None:
                 return None
@@ -235,30 +236,15 @@ class JoinStage(RunState):
             counted[s] = client.submit(
                 features.share_counts, found, key=self.key("share-counts", s), **placed
             )
-            return counted[s]
+            return found
 
         if isinstance(client, InlineClient):  # each done as submitted, on the driver
             while hand(0) is not None:
                 pass
-            return [pairs[s] for s in sorted(pairs)], client.gather(list(counted.values()))
-        from dask.distributed import as_completed
-
-        held = {}  # the worker of each share begun, by its counts' key
-        for _ in range(_QUEUED_SHARES):
-            for w in range(len(workers)):
-                if (future := hand(w)) is not None:
-                    held[future.key] = w
-        counts: dict[Any, tuple[int, int]] = {}
-        finished = as_completed(  # type: ignore[no-untyped-call]
-            list(counted.values()), with_results=True
-        )
-        for future, result in finished:  # a failed share raises its error here
-            counts[future.key] = result
-            w = held.pop(future.key)
-            if (following := hand(w)) is not None:
-                held[following.key] = w
-                finished.add(following)  # type: ignore[no-untyped-call]
-        return [pairs[s] for s in sorted(pairs)], [counts[counted[s].key] for s in sorted(pairs)]
+        else:
+            _hand_out(hand, len(workers))
+        order = sorted(pairs)
+        return [pairs[s] for s in order], client.gather([counted[s] for s in order])
 
     def _plan_join(self, collapsed: list[Any]) -> tuple[JoinPlan, float]:
         """Choose the join from a sample of the distinct codes; refuse or warn before a costly one.
@@ -437,3 +423,28 @@ class JoinStage(RunState):
 def _members(collapsed: tables.Collapsed) -> np.ndarray:
     """Return a collapse task's documents of codes of two or more documents (a task)."""
     return collapsed.members
+
+
+def _hand_out(hand: Callable[[int], Any], n_workers: int) -> None:
+    """Hand each worker `_QUEUED_SHARES` shares, then one more as each of its shares ends.
+
+    ``hand(w)`` submits the next share to worker ``w`` and returns its future (None once every
+    share is begun). Returns once every share has ended, or once one has failed.
+    """
+    from dask.distributed import as_completed
+
+    held = {}  # the worker of each share begun
+    begun = []
+    for _ in range(_QUEUED_SHARES):
+        for w in range(n_workers):
+            if (future := hand(w)) is not None:
+                held[future.key] = w
+                begun.append(future)
+    finished = as_completed(begun)  # type: ignore[no-untyped-call]
+    for future in finished:
+        if future.status != "finished":
+            return
+        w = held.pop(future.key)
+        if (following := hand(w)) is not None:
+            held[following.key] = w
+            finished.add(following)  # type: ignore[no-untyped-call]

@@ -442,6 +442,7 @@ class _Run(JoinStage, ClusterStage, WriteStage):
         ]
         index = self._start_join()
         self.files = self.client.gather(sizes_known)
+        self.holders = self._holders(self.parts)
         sizes = [file.n_docs for file in self.files]
         self.offsets = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]).astype(np.int64)
         self.featureless = np.concatenate(

@@ -113,6 +113,7 @@ class RunState:
     repeated_pairs: bool = field(init=False, repr=False)
     work: int = field(init=False, repr=False)
     featureless: np.ndarray = field(init=False, repr=False)
+    holders: list[str | None] = field(init=False, repr=False)
     ground_truth: dict[str, Any] | None = field(init=False, repr=False)
     report_data: dict[str, Any] = field(init=False, repr=False)
 
@@ -124,6 +125,18 @@ class RunState:
     def key(self, stage: str, *index: int) -> str:
         """Return a task key: stage, run and indices."""
         return "-".join(["gpusimhash", stage, self.token, *map(str, index)])
+
+    def _holders(self, futures: list[Any]) -> list[str | None]:
+        """Return the worker holding each future's result (None where none, or on the driver).
+
+        A task of a partition's `Part` placed where it is (`on_worker`) starts as soon as its
+        inputs are ready and moves no `Part`; unplaced, it waits in the scheduler's queue
+        behind the tasks already placed on the workers.
+        """
+        if isinstance(self.client, InlineClient):
+            return [None] * len(futures)
+        held = self.client.who_has(futures)
+        return [min(held.get(f.key, ()), default=None) for f in futures]
 
     def _settle(self, futures: list[Any]) -> None:
         """Wait until the futures' tasks are done where they run, fetching nothing."""

@@ -58,6 +58,8 @@ class WriteStage(RunState):
                 int(self.offsets[d]),
                 int(self.offsets[d + 1]),
                 key=self.key("codes", d),
+                priority=1,  # before the writes: the duplicates report waits for them
+                **on_worker(self.holders[d]),
             )
             for d, part in enumerate(self.parts)
         ]

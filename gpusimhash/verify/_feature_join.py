@@ -417,7 +417,12 @@ def probe_range(
 
 
 def range_bounds(
-    index: FeatureIndex, n_ranges: int, start: int = 0, stop: int | None = None
+    index: FeatureIndex,
+    n_ranges: int,
+    start: int = 0,
+    stop: int | None = None,
+    *,
+    ratio: float = 1.0,
 ) -> np.ndarray:
     """Cut positions ``[start, stop)`` into ``n_ranges`` ranges of about equal reads.
 
@@ -447,11 +452,14 @@ def range_bounds(
     """
     if n_ranges < 1:
         raise ValueError(f"n_ranges must be at least 1, got {n_ranges}")
+    if not 0 < ratio <= 1:
+        raise ValueError(f"ratio must be in (0, 1], got {ratio}")
     stop = index.n_docs if stop is None else stop
     # each document costs a little beyond its reads (its turn in every window's sweep)
     work = np.cumsum(index.doc_reads[start:stop] + 1)
     total = int(work[-1]) if work.size else 0
-    cuts = np.searchsorted(work, np.arange(1, n_ranges) * total / n_ranges, side="right")
+    parts = np.cumsum(ratio ** np.arange(n_ranges))
+    cuts = np.searchsorted(work, parts[:-1] * total / parts[-1], side="right")
     return np.concatenate([[start], start + cuts, [stop]]).astype(np.int64)
 
 

@@ -371,10 +371,12 @@ class _RecordingClient:
     def __init__(self, client, events=None):
         self._client = client
         self.placed = {}
+        self.priority = {}
         self.events = [] if events is None else events  # the keys submitted, in order
 
     def submit(self, function, *args, **kwargs):
         self.placed[kwargs.get("key")] = kwargs.get("workers")
+        self.priority[kwargs.get("key")] = kwargs.get("priority", 0)
         self.events.append(kwargs.get("key"))
         return self._client.submit(function, *args, **kwargs)
 
@@ -438,6 +440,29 @@ def test_each_shares_pairs_and_counts_are_taken_where_it_ran(corpus, tmp_path):
         taken = [key.replace("-feature-share-", f"-share-{what}-") for what in ("pairs", "counts")]
         assert keys[at + 1 : at + 3] == taken
         assert [recording.placed[k] for k in taken] == [recording.placed[key]] * 2
+    dedup_file(corpus / "all.jsonl", tmp_path / "single")
+    _same_outputs(tmp_path / "single", tmp_path / "spread")
+
+
+def test_the_report_codes_are_taken_where_the_parts_are_before_the_writes(corpus, tmp_path):
+    # unplaced, the codes tasks would wait in the scheduler's queue behind the placed writes,
+    # and the driver's duplicates report with them
+    with (
+        distributed.Client(
+            processes=False, n_workers=2, threads_per_worker=1, dashboard_address=":0"
+        ) as client,
+        distributed.get_task_stream(client) as stream,
+    ):
+        recording = _RecordingClient(client)
+        dedup(corpus / "parts", tmp_path / "spread", client=recording, driver_input_bytes=-1)
+    ran = {t["key"]: t["worker"] for t in stream.data}
+    fingerprinted = {k.rsplit("-", 1)[1]: w for k, w in ran.items() if "-fingerprint-" in k}
+    codes = [key for key in recording.placed if key and "-codes-" in key]
+    writes = [key for key in recording.placed if key and "-write-" in key]
+    assert len(codes) == len(writes) == len(fingerprinted) == 5
+    for key in codes:
+        assert recording.placed[key] == [fingerprinted[key.rsplit("-", 1)[1]]]
+        assert all(recording.priority[key] > recording.priority[w] for w in writes)
     dedup_file(corpus / "all.jsonl", tmp_path / "single")
     _same_outputs(tmp_path / "single", tmp_path / "spread")
 

@@ -375,19 +375,25 @@ def test_ranges_probed_apart_find_the_joins_pairs_once(
 
 
 @settings(max_examples=60, deadline=None)
-@given(features=corpora(), n_ranges=st.integers(1, 6))
-def test_ranges_cut_the_positions_by_their_reads(features, n_ranges):
+@given(
+    features=corpora(),
+    n_ranges=st.integers(1, 6),
+    ratio=st.one_of(st.just(1.0), st.floats(0.05, 1.0)),
+)
+def test_ranges_cut_the_positions_by_their_reads(features, n_ranges, ratio):
     index = _feature_join.feature_index(features, "cosine", 0.5)
-    bounds = _feature_join.range_bounds(index, n_ranges)
+    bounds = _feature_join.range_bounds(index, n_ranges, ratio=ratio)
     assert bounds.size == n_ranges + 1
     assert bounds[0] == 0
     assert bounds[-1] == index.n_docs
     assert (np.diff(bounds) >= 0).all()
-    # each range's work (reads, and one per document) is within one document's of an even cut
+    # each range's work (reads, and one per document) is within one document's of its part of
+    # the whole: even, or each ``ratio`` times the one before
     work = index.doc_reads + 1
     done = np.concatenate([[0], np.cumsum(work)])
     each = done[bounds[1:]] - done[bounds[:-1]]
-    assert (np.abs(each - work.sum() / n_ranges) <= work.max(initial=0)).all()
+    parts = ratio ** np.arange(n_ranges)
+    assert (np.abs(each - work.sum() * parts / parts.sum()) <= work.max(initial=0)).all()
 
 
 def test_ranges_outside_the_positions_are_refused():
@@ -398,6 +404,8 @@ def test_ranges_outside_the_positions_are_refused():
         _feature_join.probe_range(index, 1, 3)
     with pytest.raises(ValueError, match="n_ranges must be at least 1, got 0"):
         _feature_join.range_bounds(index, 0)
+    with pytest.raises(ValueError, match=r"ratio must be in \(0, 1\], got 0"):
+        _feature_join.range_bounds(index, 2, ratio=0)
 
 
 def test_an_index_that_would_read_too_much_is_refused_before_probing(monkeypatch):
