@@ -23,7 +23,7 @@ CANDIDATE_SOURCES = ("auto", "features", "codes")
 # input bytes (as stored) up to which a distributed dedup is the driver's: about 225,000 PyPI
 # summaries in JSONL, 2 s of one machine's work at the defaults, where the stages' fixed costs
 # on the cluster (about 0.3 s on 2 local workers) exceed their share of the work; at 128 bits
-# radius 3 the driver beat the stages of 2 one-core workers at 200,000 summaries (14.8 MB) in
-# four runs, and the stages won from 400,000 (29.3 MB) in three of them
-# (`bench/results/distributed_real.json`)
+# radius 3 the driver beat the stages of 2 one-core workers at 200,000 summaries (14.8 MB:
+# 1.14 s against 1.35 s), and the stages won at 400,000 (29.3 MB: 1.95 s against 2.35 s;
+# medians of 3, `bench/results/distributed_real.json`)
 DRIVER_INPUT_BYTES = 16 << 20

@@ -426,7 +426,7 @@ def test_the_parts_are_written_without_a_wait_for_the_driver(corpus, tmp_path, m
 
 
 def test_each_shares_pairs_and_counts_are_taken_where_it_ran(corpus, tmp_path):
-    # the driver learns the counts as the shares end, and waits for no task after the last
+    # submitted with its share, on its worker: the counts of the last shares follow them at once
     with distributed.Client(
         processes=False, n_workers=2, threads_per_worker=1, dashboard_address=":0"
     ) as client:
