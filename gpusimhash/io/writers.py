@@ -259,11 +259,7 @@ class RecordWriter:
         >>> open(path).read().splitlines()
         ['{"text":"a cat","n":1.50}']
         """
-        if self.format != "jsonl":
-            raise ValueError(f"JSON lines are written to JSONL, not {self.format}")
-        if lines:
-            self._stream.write(("\n".join(lines) + "\n").encode("utf-8"))
-        self.count += len(lines)
+        self._append_lines("\n".join(lines).encode("utf-8"), len(lines))
 
     def write_encoded_lines(self, lines: list[bytes]) -> None:
         """Append records given as their JSON lines' UTF-8 bytes, written as they are (JSONL only).
@@ -287,11 +283,15 @@ class RecordWriter:
         >>> open(path).read().splitlines()
         ['{"n": 1}', '{"n": 2}']
         """
+        self._append_lines(b"\n".join(lines), len(lines))
+
+    def _append_lines(self, joined: bytes, count: int) -> None:
+        """Append ``count`` JSON lines joined by line endings (none: nothing), and a last one."""
         if self.format != "jsonl":
             raise ValueError(f"JSON lines are written to JSONL, not {self.format}")
-        if lines:
-            self._stream.write(b"\n".join(lines) + b"\n")
-        self.count += len(lines)
+        if count:
+            self._stream.write(joined + b"\n")
+        self.count += count
 
     def write_header(self, names: list[str]) -> None:
         """Give a CSV file that has no header yet this one (a file of no records then has one).
