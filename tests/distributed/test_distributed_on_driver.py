@@ -384,21 +384,33 @@ class _RecordingClient:
         return getattr(self._client, name)
 
 
+def _recorded_run(corpus, tmp_path, events=None):
+    """Run the stages on 2 workers through a `_RecordingClient`, with one machine's outputs.
+
+    Returns the recording client, the task stream's tasks and the workers' addresses, sorted.
+    """
+    with (
+        distributed.Client(
+            processes=False, n_workers=2, threads_per_worker=1, dashboard_address=":0"
+        ) as client,
+        distributed.get_task_stream(client) as stream,
+    ):
+        recording = _RecordingClient(client, events)
+        dedup(corpus / "parts", tmp_path / "spread", client=recording, driver_input_bytes=-1)
+        workers = sorted(client.scheduler_info()["workers"])
+    dedup_file(corpus / "all.jsonl", tmp_path / "single")
+    _same_outputs(tmp_path / "single", tmp_path / "spread")
+    return recording, stream.data, workers
+
+
 def test_the_write_tasks_are_placed_round_the_workers_when_submitted(corpus, tmp_path):
     # unplaced, Dask's scheduler would hold each back until a worker is free, and a local
     # cluster's scheduler answers late while the driver writes the duplicates report
-    with distributed.Client(
-        processes=False, n_workers=2, threads_per_worker=1, dashboard_address=":0"
-    ) as client:
-        recording = _RecordingClient(client)
-        dedup(corpus / "parts", tmp_path / "spread", client=recording, driver_input_bytes=-1)
-        workers = sorted(client.scheduler_info()["workers"])
+    recording, _, workers = _recorded_run(corpus, tmp_path)
     writes = {k: w for k, w in recording.placed.items() if k and "-write-" in k}
     assert len(writes) == 5
     by_partition = sorted((int(k.rsplit("-", 1)[1]), w) for k, w in writes.items())
     assert by_partition == [(d, [workers[d % 2]]) for d in range(5)]
-    dedup_file(corpus / "all.jsonl", tmp_path / "single")
-    _same_outputs(tmp_path / "single", tmp_path / "spread")
 
 
 def test_the_parts_are_written_without_a_wait_for_the_driver(corpus, tmp_path, monkeypatch):
@@ -413,25 +425,15 @@ def test_the_parts_are_written_without_a_wait_for_the_driver(corpus, tmp_path, m
         return result(future, *args, **kwargs)
 
     monkeypatch.setattr(distributed.Future, "result", asked)
-    with distributed.Client(
-        processes=False, n_workers=2, threads_per_worker=1, dashboard_address=":0"
-    ) as client:
-        recording = _RecordingClient(client, events)
-        dedup(corpus / "parts", tmp_path / "spread", client=recording, driver_input_bytes=-1)
+    _recorded_run(corpus, tmp_path, events)
     writes = [at for at, key in enumerate(events) if key and "-write-" in key]
     assert len(writes) == 5
     assert max(writes) < events.index("result")
-    dedup_file(corpus / "all.jsonl", tmp_path / "single")
-    _same_outputs(tmp_path / "single", tmp_path / "spread")
 
 
 def test_each_shares_pairs_and_counts_are_taken_where_it_ran(corpus, tmp_path):
     # submitted with its share, on its worker: the counts of the last shares follow them at once
-    with distributed.Client(
-        processes=False, n_workers=2, threads_per_worker=1, dashboard_address=":0"
-    ) as client:
-        recording = _RecordingClient(client)
-        dedup(corpus / "parts", tmp_path / "spread", client=recording, driver_input_bytes=-1)
+    recording, _, _ = _recorded_run(corpus, tmp_path)
     keys = [key for key in recording.events if key]
     shares = [key for key in keys if "-feature-share-" in key]
     assert len(shares) == 8
@@ -440,22 +442,13 @@ def test_each_shares_pairs_and_counts_are_taken_where_it_ran(corpus, tmp_path):
         taken = [key.replace("-feature-share-", f"-share-{what}-") for what in ("pairs", "counts")]
         assert keys[at + 1 : at + 3] == taken
         assert [recording.placed[k] for k in taken] == [recording.placed[key]] * 2
-    dedup_file(corpus / "all.jsonl", tmp_path / "single")
-    _same_outputs(tmp_path / "single", tmp_path / "spread")
 
 
 def test_the_report_codes_are_taken_where_the_parts_are_before_the_writes(corpus, tmp_path):
     # unplaced, the codes tasks would wait in the scheduler's queue behind the placed writes,
     # and the driver's duplicates report with them
-    with (
-        distributed.Client(
-            processes=False, n_workers=2, threads_per_worker=1, dashboard_address=":0"
-        ) as client,
-        distributed.get_task_stream(client) as stream,
-    ):
-        recording = _RecordingClient(client)
-        dedup(corpus / "parts", tmp_path / "spread", client=recording, driver_input_bytes=-1)
-    ran = {t["key"]: t["worker"] for t in stream.data}
+    recording, tasks, _ = _recorded_run(corpus, tmp_path)
+    ran = {t["key"]: t["worker"] for t in tasks}
     fingerprinted = {k.rsplit("-", 1)[1]: w for k, w in ran.items() if "-fingerprint-" in k}
     codes = [key for key in recording.placed if key and "-codes-" in key]
     writes = [key for key in recording.placed if key and "-write-" in key]
@@ -463,8 +456,6 @@ def test_the_report_codes_are_taken_where_the_parts_are_before_the_writes(corpus
     for key in codes:
         assert recording.placed[key] == [fingerprinted[key.rsplit("-", 1)[1]]]
         assert all(recording.priority[key] > recording.priority[w] for w in writes)
-    dedup_file(corpus / "all.jsonl", tmp_path / "single")
-    _same_outputs(tmp_path / "single", tmp_path / "spread")
 
 
 def test_a_slow_worker_probes_fewer_feature_shares(corpus, tmp_path, monkeypatch):
