@@ -169,7 +169,7 @@ def write_chunk(writer: RecordWriter, chunk: DuplicatesChunk) -> None:
     if lines is None:
         writer.write(chunk.records())
     else:
-        writer.write_encoded_lines(lines)
+        writer.write_lines(lines)
 
 
 def _items(values: list[int] | list[float]) -> list[bytes]:

@@ -234,7 +234,7 @@ class RecordWriter:
         self._stream.write(encoded)
         self.count += len(rows)
 
-    def write_lines(self, lines: list[str]) -> None:
+    def write_lines(self, lines: list[str] | list[bytes]) -> None:
         r"""Append records given as their JSON lines, written as they are (JSONL only).
 
         What `gpusimhash.io.readers.read_json_lines` read comes back byte for byte: the same
@@ -242,8 +242,8 @@ class RecordWriter:
 
         Parameters
         ----------
-        lines : list of str
-            One JSON object each, without a line ending.
+        lines : list of str, or list of bytes
+            One JSON object each, without a line ending; bytes are UTF-8, written as they are.
 
         Raises
         ------
@@ -256,42 +256,20 @@ class RecordWriter:
         >>> path = os.path.join(tempfile.mkdtemp(), "out.jsonl")
         >>> with RecordWriter(path) as writer:
         ...     writer.write_lines(['{"text":"a cat","n":1.50}'])
+        ...     writer.write_lines([b'{"n": 2}'])
         >>> open(path).read().splitlines()
-        ['{"text":"a cat","n":1.50}']
+        ['{"text":"a cat","n":1.50}', '{"n": 2}']
         """
-        self._append_lines("\n".join(lines).encode("utf-8"), len(lines))
-
-    def write_encoded_lines(self, lines: list[bytes]) -> None:
-        """Append records given as their JSON lines' UTF-8 bytes, written as they are (JSONL only).
-
-        Parameters
-        ----------
-        lines : list of bytes
-            One JSON object each, without a line ending.
-
-        Raises
-        ------
-        ValueError
-            The file is not JSONL.
-
-        Examples
-        --------
-        >>> import tempfile, os
-        >>> path = os.path.join(tempfile.mkdtemp(), "out.jsonl")
-        >>> with RecordWriter(path) as writer:
-        ...     writer.write_encoded_lines([b'{"n": 1}', b'{"n": 2}'])
-        >>> open(path).read().splitlines()
-        ['{"n": 1}', '{"n": 2}']
-        """
-        self._append_lines(b"\n".join(lines), len(lines))
-
-    def _append_lines(self, joined: bytes, count: int) -> None:
-        """Append ``count`` JSON lines joined by line endings (none: nothing), and a last one."""
         if self.format != "jsonl":
             raise ValueError(f"JSON lines are written to JSONL, not {self.format}")
-        if count:
+        if lines:
+            joined = (
+                b"\n".join(lines)
+                if isinstance(lines[0], bytes)
+                else "\n".join(lines).encode("utf-8")
+            )
             self._stream.write(joined + b"\n")
-        self.count += count
+        self.count += len(lines)
 
     def write_header(self, names: list[str]) -> None:
         """Give a CSV file that has no header yet this one (a file of no records then has one).
