@@ -11,7 +11,14 @@ again two ways in turn, each the best of ``--repeats`` after a warm-up:
 
 Both files are checked byte-identical to the dedup's own report.
 
+Then ``dedup_file`` with ``pairs=True`` (the pairs file of every passing pair) runs on both
+inputs, ``--pair-repeats`` times each way in turns after a warm-up: its pairs' lines by orjson
+where it can (``lines``, `gpusimhash.dedup.outputs.write_pairs`), against every pair encoded
+by `json` as a record (``records``: orjson's lines refused, what every pairs file took
+before); the whole run's seconds, the pairs files checked byte-identical.
+
     python bench/bench_duplicates_output.py [CORPUS] [--docs 200000] [--repeats 5]
+        [--pair-repeats 2]
 
 Writes ``bench/results/duplicates_output_cpu.json``.
 """
@@ -24,10 +31,12 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from unittest import mock
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import DEFAULT_CORPUS, load_lines, print_table, write_json
 
+from gpusimhash.dedup import outputs
 from gpusimhash.dedup.duplicates_chunk import DuplicatesChunk, chunk_spans, write_chunk
 from gpusimhash.dedup.pipeline import dedup_file
 from gpusimhash.io.writers import RecordWriter
@@ -82,11 +91,47 @@ def _write(path: Path, chunks: list[DuplicatesChunk], way: str) -> float:
     return time.perf_counter() - start
 
 
+def _pairs_both_ways(folder: Path, args: argparse.Namespace) -> tuple[list[dict], dict]:
+    """Run dedup with the pairs file both ways on both inputs; return the table and the runs."""
+    table, runs = [], {}
+    for kind, source in {
+        "int ids": folder / "docs.txt",
+        "string ids": folder / "docs.jsonl",
+    }.items():
+        seconds: dict[str, list[float]] = {"records": [], "lines": []}
+        written = {}
+        for repeat in range(args.pair_repeats + 1):  # the first round warms up
+            for way, taken in seconds.items():
+                refused = (lambda *_: None) if way == "records" else outputs._pair_lines
+                with mock.patch.object(outputs, "_pair_lines", refused):
+                    start = time.perf_counter()
+                    dedup_file(source, folder / way, report=False, pairs=True)
+                    elapsed = time.perf_counter() - start
+                if repeat:
+                    taken.append(round(elapsed, 3))
+                written[way] = (folder / way / "pairs.jsonl").read_bytes()
+        if written["lines"] != written["records"]:
+            raise AssertionError(f"the two ways wrote other pairs files ({kind})")
+        best = {way: min(s) for way, s in seconds.items()}
+        runs[kind] = seconds
+        table.append(
+            {
+                "ids": kind,
+                "pairs": written["lines"].count(b"\n"),
+                "dedup s, records (best)": best["records"],
+                "dedup s, lines (best)": best["lines"],
+                "lines vs records": round(best["records"] / best["lines"], 2),
+            }
+        )
+    return table, runs
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("corpus", nargs="?", type=Path, default=DEFAULT_CORPUS)
     parser.add_argument("--docs", type=int, default=200_000)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--pair-repeats", type=int, default=2)
     args = parser.parse_args()
     table, runs = [], {}
     with tempfile.TemporaryDirectory(prefix="gpusimhash-duplicates-") as name:
@@ -116,7 +161,9 @@ def main() -> None:
                     "dedup write stage s": result.summary["timings_s"]["write"],
                 }
             )
+        pair_table, pair_runs = _pairs_both_ways(folder, args)
     print_table(table, list(table[0]))
+    print_table(pair_table, list(pair_table[0]))
     path = write_json(
         "duplicates_output_cpu.json",
         {
@@ -126,6 +173,8 @@ def main() -> None:
             "reports_identical": True,
             "table": table,
             "runs": runs,
+            "pairs_table": pair_table,
+            "pairs_runs": pair_runs,
             "shared_machine": "2 cores shared with other jobs; the ways interleaved",
         },
     )

@@ -115,7 +115,8 @@ SHOWN = {
         "The feature join's two plans: the compiled index and the sparse product"
     ),
     "duplicates_output_cpu.json": Results(
-        "The duplicates report written to JSONL: lines by orjson, against records by json"
+        "The duplicates report and the pairs file written to JSONL: lines by orjson, against "
+        "records by json"
     ),
     "jsonl_output_cpu.json": Results(
         "dedup on JSONL: kept records written as their lines, against parsed and re-encoded"

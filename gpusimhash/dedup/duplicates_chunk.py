@@ -5,11 +5,9 @@ Each record is a cluster of two or more documents: ``cluster``, ``size``, ``kept
 ``similarities`` to the kept one. A `DuplicatesChunk` holds its clusters by column, and
 `write_chunk` appends its records to a file.
 
-To JSONL, the lines are spelled by orjson wherever it spells every value as `json` does (the
-bytes `RecordWriter.write` writes): ids that are ints or strings, and similarities that are 0
-or at least `PLAIN_FLOAT` in size. `json` writes a float as its ``repr``, which turns to an
-exponent below 1e-4 where orjson's does not, and writes NaN where orjson writes null. A chunk
-holding any other value is written record by record, as before.
+To JSONL, the lines are spelled by orjson wherever it spells every value as `json` does
+(`gpusimhash.io.json_spelling`: the bytes `RecordWriter.write` writes); a chunk holding any
+other value is written record by record.
 """
 
 from __future__ import annotations
@@ -21,17 +19,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-import orjson
-
+from gpusimhash.io.json_spelling import spelled_floats, spelled_ids, spelled_ints
 from gpusimhash.io.writers import RecordWriter
 
-__all__ = ["DUPLICATES_CHUNK", "PLAIN_FLOAT", "DuplicatesChunk", "chunk_spans", "write_chunk"]
+__all__ = ["DUPLICATES_CHUNK", "DuplicatesChunk", "chunk_spans", "write_chunk"]
 
 # clusters per write of the duplicates file (a Parquet file's row group)
 DUPLICATES_CHUNK = 10_000
-# the least size of a float (but 0) that orjson spells as json does (`float.__repr__`)
-PLAIN_FLOAT = 1e-4
 # a record's line, its lists' items already spelled and joined
 _LINE = (
     b'{"cluster": %d, "size": %d, "kept_id": %b, "kept_row": %d, "ids": [%b], "rows": [%b], '
@@ -102,9 +96,8 @@ class DuplicatesChunk:
     def json_lines(self) -> list[bytes] | None:
         """Return the records' JSON lines as `json` spells them, by orjson; None where it cannot.
 
-        None where an id is neither an int nor a string, an int id is beyond 64 bits, a string
-        is not valid Unicode, or a similarity is not finite, or below `PLAIN_FLOAT` in size but
-        not 0.
+        None where an id or a similarity is a value orjson spells otherwise
+        (`gpusimhash.io.json_spelling`).
 
         Examples
         --------
@@ -114,20 +107,11 @@ class DuplicatesChunk:
         "distances": [0, 3], "similarities": [1.0, 0.875]}
         >>> DuplicatesChunk(0, [0, 2], [7], [7], [7, 9], [7, 9], [0, 3], [1.0, 1e-5]).json_lines()
         """
-        similarities = np.asarray(self.similarities, dtype=np.float64)
-        size = np.abs(similarities)
-        if not np.all(np.isfinite(similarities) & ((size == 0) | (size >= PLAIN_FLOAT))):
+        values = spelled_floats(self.similarities)
+        ids, kept_ids = spelled_ids(self.ids), spelled_ids(self.kept_ids)
+        if values is None or ids is None or kept_ids is None:
             return None
-        if not {type(i) for i in self.ids} | {type(i) for i in self.kept_ids} <= {int, str}:
-            return None
-        try:
-            ids = [orjson.dumps(i) for i in self.ids]
-            kept_ids = [orjson.dumps(i) for i in self.kept_ids]
-        except orjson.JSONEncodeError:  # an int beyond 64 bits, a lone surrogate
-            return None
-        rows, distances, values = (
-            _items(column) for column in (self.rows, self.distances, self.similarities)
-        )
+        rows, distances = spelled_ints(self.rows), spelled_ints(self.distances)
         return [
             _LINE
             % (
@@ -170,11 +154,6 @@ def write_chunk(writer: RecordWriter, chunk: DuplicatesChunk) -> None:
         writer.write(chunk.records())
     else:
         writer.write_lines(lines)
-
-
-def _items(values: list[int] | list[float]) -> list[bytes]:
-    """Return each number spelled as orjson spells it (no string: no comma inside an item)."""
-    return orjson.dumps(values)[1:-1].split(b",") if values else []
 
 
 @contextlib.contextmanager

@@ -28,6 +28,7 @@ from gpusimhash.codes import hamming
 from gpusimhash.dedup.duplicates_chunk import DuplicatesChunk, chunk_spans, write_chunk
 from gpusimhash.dedup.results import Clusters, Fingerprints
 from gpusimhash.dedup.row_ids import RowIds
+from gpusimhash.io.json_spelling import spelled_floats, spelled_ids, spelled_ints
 from gpusimhash.io.lines import LineBatch
 from gpusimhash.io.parquet_schema import annotated_schema, input_schema, take_rows
 from gpusimhash.io.readers import DocumentBatch as Batch
@@ -38,6 +39,8 @@ from gpusimhash.io.writers import RecordWriter
 
 # records per write of the pairs file
 PAIRS_CHUNK = 100_000
+# a pair's JSON line, its values already spelled
+_PAIR_LINE = b'{"id_a": %b, "id_b": %b, "row_a": %b, "row_b": %b, "distance": %b, "similarity": %b}'
 
 
 def kept_schema(source: Source, output_format: str, annotate: bool) -> Any:
@@ -271,6 +274,39 @@ def _listed(values: np.ndarray | list[Any]) -> list[Any]:
     return values.tolist() if isinstance(values, np.ndarray) else values
 
 
+def _pair_lines(
+    ids_a: list[Any],
+    ids_b: list[Any],
+    rows_a: list[int],
+    rows_b: list[int],
+    distances: list[int],
+    similarities: list[float | None],
+) -> list[bytes] | None:
+    """Return the pairs' JSON lines as `json` spells them, by orjson; None where it cannot.
+
+    None where an id or a similarity is a value orjson spells otherwise
+    (`gpusimhash.io.json_spelling`).
+
+    Examples
+    --------
+    >>> _pair_lines(["a"], ["b"], [0], [3], [5], [None])
+    [b'{"id_a": "a", "id_b": "b", "row_a": 0, "row_b": 3, "distance": 5, "similarity": null}']
+    """
+    a, b, values = spelled_ids(ids_a), spelled_ids(ids_b), spelled_floats(similarities)
+    if a is None or b is None or values is None:
+        return None
+    columns = zip(
+        a,
+        b,
+        spelled_ints(rows_a),
+        spelled_ints(rows_b),
+        spelled_ints(distances),
+        values,
+        strict=True,
+    )
+    return [_PAIR_LINE % fields for fields in columns]
+
+
 def _plain(value: Any) -> Any:
     """Return a NumPy scalar as a Python value (for JSON and Parquet)."""
     return value.item() if isinstance(value, np.generic) else value
@@ -321,7 +357,6 @@ def write_pairs(
 
     path = folder / f"pairs.{output_format}"
     pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
-    named = (lambda row: row) if ids is None else ids.__getitem__
     with RecordWriter(path, output_format) as writer:
         for lo in range(0, len(pairs), PAIRS_CHUNK):
             part = pairs[lo : lo + PAIRS_CHUNK]
@@ -331,17 +366,33 @@ def write_pairs(
                 if similarities is None
                 else similarities[lo : lo + PAIRS_CHUNK].tolist()
             )
+            rows_a, rows_b = part[:, 0].tolist(), part[:, 1].tolist()
+            ids_a, ids_b = (
+                (rows_a, rows_b)
+                if ids is None
+                else ([ids[a] for a in rows_a], [ids[b] for b in rows_b])
+            )
+            lines = (
+                _pair_lines(ids_a, ids_b, rows_a, rows_b, distances, values)
+                if output_format == "jsonl"
+                else None
+            )
+            if lines is not None:
+                writer.write_lines(lines)
+                continue
             writer.write(
                 [
                     {
-                        "id_a": _plain(named(a)),
-                        "id_b": _plain(named(b)),
+                        "id_a": _plain(id_a),
+                        "id_b": _plain(id_b),
                         "row_a": a,
                         "row_b": b,
                         "distance": d,
                         "similarity": s,
                     }
-                    for (a, b), d, s in zip(part.tolist(), distances, values, strict=True)
+                    for id_a, id_b, a, b, d, s in zip(
+                        ids_a, ids_b, rows_a, rows_b, distances, values, strict=True
+                    )
                 ]
             )
     what = "verified at the threshold" if similarities is not None else "within the radius"
