@@ -30,7 +30,8 @@ core each), a process cluster is started and warmed up once, then for each size 
 `dedup_file` on one JSONL file runs, its compiled loops and FAISS on every core and then on one
 core, right before the distributed dedup of the same documents in ``--parts`` JSONL partitions.
 The distributed dedup runs twice: its stages spread over the workers, and on the driver, every
-task a call in this process (`gpusimhash.distributed.dedup`'s ``driver_input_bytes``);
+task a call in this process but the fingerprints, which 2 workers take
+(`gpusimhash.distributed.dedup`'s ``driver_input_bytes``);
 "default" marks the one `gpusimhash.distributed._pipeline.runs_on_driver` chooses (by the
 input's bytes, and the local cluster's threads against this process's, for the join the
 settings take). With ``--repeat N``
@@ -497,6 +498,9 @@ def _one_machine_then_cluster(
                 "timings_s": spread.summary["timings_s"],
                 "results": spread.summary["results"],
                 "join": spread.summary["distributed"]["join"],
+                "fingerprinted_on_workers": spread.summary["distributed"][
+                    "fingerprinted_on_workers"
+                ],
                 "load_average_before": load,
                 "other_jobs_cores": others,
                 "identical_to_single": same_outputs(out / f"single-{n}", target),

@@ -8,6 +8,7 @@ serialization, and the outputs are those of the stages on the cluster.
 Only what the stages call is offered: ``submit``, ``gather``, ``scatter``, ``run`` and
 ``scheduler_info``, and a future's ``result``. As on a cluster, a task's exception is raised
 where its result is asked for, and a task given a failed future fails with its exception.
+`taken` brings the results of tasks left to a cluster into this process as such futures.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["InlineClient", "InlineFuture"]
+__all__ = ["InlineClient", "InlineFuture", "taken"]
 
 WORKER = "inline"  # the one worker's name
 # `client.submit`'s own keywords: the rest go to the function
@@ -82,6 +83,41 @@ class InlineClient:
     def scheduler_info(self) -> dict[str, Any]:
         """Describe the one worker."""
         return {"workers": {WORKER: {}}}
+
+
+def taken(client: Any, futures: list[Any]) -> list[InlineFuture]:
+    """Bring a cluster's results into this process, each as its task ends, as `InlineFuture`.
+
+    Each result moves while the other tasks still run. A task's error is kept, to be raised
+    where its result is asked for, as `InlineClient.submit` keeps it; anything raised while
+    waiting (Ctrl-C, a lost task) cancels the tasks not yet taken, and is raised.
+
+    Parameters
+    ----------
+    client : dask.distributed.Client
+        The cluster running the tasks.
+    futures : list of dask.distributed.Future
+        The tasks.
+
+    Returns
+    -------
+    list of InlineFuture
+        In the order of ``futures``.
+    """
+    from dask.distributed import as_completed
+
+    done: dict[Any, InlineFuture] = {}
+    try:
+        for future in as_completed(futures):  # type: ignore[no-untyped-call]
+            try:
+                done[future.key] = InlineFuture(future.result())
+            # the task's error, raised where its result is asked for, as on the cluster
+            except Exception as error:  # noqa: BLE001
+                done[future.key] = InlineFuture(error=error)
+    except BaseException:
+        client.cancel([future for future in futures if future.key not in done])
+        raise
+    return [done[future.key] for future in futures]
 
 
 def _resolved(value: Any) -> Any:

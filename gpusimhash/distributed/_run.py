@@ -91,6 +91,9 @@ class RunState:
     # the kept parts' schema where it is fixed before any work (Parquet output of Parquet
     # inputs: `gpusimhash.dedup.outputs.kept_schema`); None: inferred from the records
     kept_schema: Any = None
+    # a run on the driver beside local workers: the cluster whose workers fingerprint the
+    # partitions (`gpusimhash.distributed._pipeline`); None: the run's own client does
+    fingerprinting: Any = None
     # set by the stages as they run: the task names' token, the threshold, where the
     # candidates come from ("features" or "codes", as on one machine), how partitions are
     # read, futures of each partition's fingerprinted `Part`, their files, the global row of

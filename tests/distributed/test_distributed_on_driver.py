@@ -10,6 +10,8 @@ import pytest
 
 distributed = pytest.importorskip("distributed")
 
+import dask.distributed
+
 from gpusimhash.datasets.synth import CorpusSpec, generate
 from gpusimhash.dedup.options import DedupOptions
 from gpusimhash.dedup.pipeline import dedup_file
@@ -19,7 +21,7 @@ from gpusimhash.distributed import _features as features
 from gpusimhash.distributed import _join_plan as join_plan
 from gpusimhash.distributed import _pipeline, dedup
 from gpusimhash.distributed import _tables as tables
-from gpusimhash.distributed._inline import InlineClient
+from gpusimhash.distributed._inline import InlineClient, taken
 from gpusimhash.io.readers import InputError
 
 RECORDS = [
@@ -45,6 +47,11 @@ def _kept(out):
 def _same_outputs(one, other):
     assert _kept(one) == _kept(other)
     assert (one / "duplicates.jsonl").read_bytes() == (other / "duplicates.jsonl").read_bytes()
+
+
+def _stage_tasks(stream):
+    """The stage of each task the cluster ran (keys ``gpusimhash-<stage>-<run>-...``)."""
+    return [task["key"].split("-")[1] for task in stream.data]
 
 
 def test_the_inline_client_runs_each_call_at_once():
@@ -97,7 +104,9 @@ def test_the_driver_writes_the_single_machines_outputs(corpus, tmp_path, options
     spread = result.summary["distributed"]
     assert spread["on_driver"]
     assert spread["workers"] == 2
-    assert not stream.data  # no task on the cluster
+    # the workers fingerprint the partitions, and run nothing else
+    assert sorted(_stage_tasks(stream)) == ["fingerprint"] * 5
+    assert spread["fingerprinted_on_workers"]
     _same_outputs(tmp_path / "single", tmp_path / "spread")
     np.testing.assert_array_equal(result.removed, np.flatnonzero(~single.kept))
     for name in ("removed", "clusters", "candidate_code_pairs", "distinct_codes"):
@@ -168,7 +177,7 @@ def test_the_input_bytes_decide_the_driver_or_the_cluster(corpus, tmp_path, monk
             with distributed.get_task_stream(client) as stream:
                 result = dedup(corpus / "parts", out, client=client, driver_input_bytes=limit)
             assert result.summary["distributed"]["on_driver"] == on_driver
-            assert (not stream.data) == on_driver
+            assert (set(_stage_tasks(stream)) == {"fingerprint"}) == on_driver
         monkeypatch.setattr(_pipeline, "DRIVER_INPUT_BYTES", size)  # the default
         result = dedup(corpus / "parts", tmp_path / "default", client=client)
     assert result.summary["distributed"]["on_driver"]
@@ -229,6 +238,58 @@ def test_a_local_cluster_of_few_threads_leaves_the_input_to_the_driver(
     assert not _pipeline.runs_on_driver(paths)  # no client: the bytes alone
 
 
+@pytest.mark.parametrize(
+    ("workers", "fingerprinting"),
+    [
+        ({LOCAL.format(1): ("127.0.0.1", 1), LOCAL.format(2): ("127.0.0.1", 1)}, True),
+        ({"inproc://192.0.2.2/1/1": ("192.0.2.2", 1), "inproc://192.0.2.2/1/2": ("", 1)}, True),
+        ({LOCAL.format(1): ("127.0.0.1", 4)}, False),  # one worker reads them one by one
+        ({LOCAL.format(1): ("127.0.0.1", 1), "tcp://10.0.0.7:1": ("10.0.0.7", 1)}, False),
+        ({}, False),
+    ],
+)
+def test_local_workers_fingerprint_the_partitions_of_a_run_on_the_driver(
+    corpus, workers, fingerprinting
+):
+    paths = sorted((corpus / "parts").iterdir())
+    cluster = _Cluster(workers)
+    assert (_pipeline._fingerprinting(cluster, paths) is cluster) == fingerprinting
+    assert _pipeline._fingerprinting(cluster, paths[:1]) is None  # one partition
+    assert _pipeline._fingerprinting(None, paths) is None  # no cluster
+
+
+def test_taken_brings_each_result_or_error_in_the_futures_order():
+    with distributed.Client(
+        processes=False, n_workers=2, threads_per_worker=1, dashboard_address=":0"
+    ) as client:
+        futures = [
+            client.submit(time.sleep, 0.2, pure=False),  # the last to end
+            client.submit(int, "not a number"),
+            client.submit(len, [1, 2, 3]),
+        ]
+        slow, failed, three = taken(client, futures)
+    assert (slow.result(), three.result()) == (None, 3)
+    with pytest.raises(ValueError, match="invalid literal"):
+        failed.result()  # kept, raised where asked for, as on the cluster
+
+
+def test_taken_cancels_the_tasks_left_when_interrupted(monkeypatch):
+    def interrupted(futures):
+        yield futures[0]
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(dask.distributed, "as_completed", interrupted)
+    with distributed.Client(
+        processes=False, n_workers=1, threads_per_worker=1, dashboard_address=":0"
+    ) as client:
+        done = client.submit(len, [1])
+        distributed.wait(done)
+        waiting = client.submit(time.sleep, 30, pure=False)
+        with pytest.raises(KeyboardInterrupt):
+            taken(client, [done, waiting])
+        assert (done.status, waiting.status) == ("finished", "cancelled")
+
+
 def test_the_feature_join_builds_the_whole_index_on_every_worker():
     assert _pipeline.whole_index(DedupOptions(), 256)  # the defaults: the feature join
     assert not _pipeline.whole_index(DedupOptions(max_distance=3), 128)  # the codes' join
@@ -249,6 +310,8 @@ def test_a_one_thread_local_worker_beside_the_driver(corpus, tmp_path, monkeypat
     # the defaults' feature join: a worker with no more threads than the driver's
     assert result.summary["distributed"]["on_driver"]
     assert result.summary["distributed"]["workers"] == 1
+    # one worker would read the partitions one by one, as the driver does
+    assert not result.summary["distributed"]["fingerprinted_on_workers"]
     _same_outputs(tmp_path / "single", tmp_path / "default")
 
 
@@ -280,6 +343,25 @@ def test_the_driver_warns_and_fails_as_the_cluster(corpus, tmp_path, monkeypatch
     ]
     assert len(warned[0]) == 1
     assert warned[0] == warned[1]
+
+
+def test_a_partitions_error_from_the_workers_fingerprinting_is_one_machines(tmp_path):
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "a.jsonl").write_text(json.dumps(RECORDS[0]) + "\n")
+    (tmp_path / "bad" / "b.jsonl").write_text(json.dumps({"id": "x", "body": "no text"}) + "\n")
+    with pytest.raises(InputError) as single:
+        dedup_file(tmp_path / "bad" / "b.jsonl", tmp_path / "single", id_field="id")
+    with (
+        distributed.Client(
+            processes=False, n_workers=2, threads_per_worker=1, dashboard_address=":0"
+        ) as client,
+        distributed.get_task_stream(client) as stream,
+        pytest.raises(InputError) as spread,
+    ):
+        dedup(tmp_path / "bad", tmp_path / "spread", client=client, driver_input_bytes=1 << 30)
+    assert sorted(_stage_tasks(stream)) == ["fingerprint", "fingerprint"]  # on the driver
+    assert str(spread.value) == str(single.value)
+    assert "b.jsonl, line 1: no field 'text'" in str(spread.value)
 
 
 @pytest.mark.slow
