@@ -7,7 +7,8 @@ file in a temporary folder). Three readers, each row best of ``--repeats``, in t
 - ``whole``: every record parsed by `gpusimhash.io._json.loads` (orjson, and `json.loads` where
   orjson refuses a text or cannot keep an integer), whole;
 - ``ours``: as `read_batches` reads when it does not keep the records: the id and the text as
-  orjson alone reads them from the line's bytes, where they are `json.loads`'s
+  orjson alone reads them from the line's bytes, where they are `json.loads`'s, a block of
+  lines at once (`gpusimhash.io._jsonl_blocks.parsed_block`) or line by line
   (`gpusimhash.io.readers`), the rest as ``whole``.
 
 Every reader's lines are split a block at a time, as the readers split them.
@@ -42,7 +43,8 @@ from gpusimhash.io._json import loads
 from gpusimhash.io.fields import TextField
 
 _FIELD = TextField.parse("text")
-_QUICK = readers._quick_document  # the reader's own fast path, measured
+_QUICK = readers._quick_document  # the reader's own fast paths, measured
+_BLOCK = readers.parsed_block
 # each reader: how a whole record is parsed, and whether ids and texts are read by orjson alone
 READERS = {"json": (json.loads, False), "whole": (loads, False), "ours": (loads, True)}
 
@@ -56,7 +58,7 @@ def _parser(name: str):
 
 
 def _not_quick(*_: object) -> None:
-    """Read no document by orjson alone (`readers._quick_document` switched off)."""
+    """Read no document by orjson alone (`readers._quick_document`, `parsed_block` switched off)."""
 
 
 def _outputs(folder: Path) -> bytes:
@@ -93,6 +95,7 @@ def main() -> None:
                 best["parse", name] = min(best["parse", name], time.perf_counter() - start)
                 readers.loads = parse
                 readers._quick_document = _QUICK if quick else _not_quick
+                readers.parsed_block = _BLOCK if quick else _not_quick
                 try:
                     seconds = _timed(
                         lambda: [b.ids for b in readers.read_batches(path, id_field="id")]
@@ -105,6 +108,7 @@ def main() -> None:
                 finally:
                     readers.loads = loads
                     readers._quick_document = _QUICK
+                    readers.parsed_block = _BLOCK
     same_values = values["json"] == values["whole"] == values["ours"]
     same_outputs = outputs["json"] == outputs["whole"] == outputs["ours"]
     rows = [

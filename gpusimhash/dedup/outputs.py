@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import compress
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +101,7 @@ def write_kept(
     ids = RowIds()
     texts: dict[int, str] = {}
     rows_read = 0
+    wanted_sorted = np.array(sorted(wanted_rows), dtype=np.int64)
     lines = annotation is None and schema is None and output_format == "jsonl"
     with RecordWriter(kept_path, output_format, schema=schema) as writer:
         for batch in source.record_batches() if lines else source.batches(records=True):
@@ -108,11 +110,11 @@ def write_kept(
             if rows_read > len(kept):
                 break
             clustered = np.flatnonzero(clusters.in_cluster[rows]).tolist()
-            wanted = [k for k, row in enumerate(rows.tolist()) if row in wanted_rows]
+            wanted = np.flatnonzero(np.isin(rows, wanted_sorted)).tolist()
             if isinstance(batch, JsonLineBatch):  # JSONL: the kept records' lines as they were
-                ids.append(rows[clustered], [batch.document(k)[0] for k in clustered])
+                ids.append(rows[clustered], batch.ids(clustered))
                 texts.update((int(rows[k]), batch.document(k)[1]) for k in wanted)
-                writer.write_lines([batch.lines[k] for k in np.flatnonzero(kept[rows]).tolist()])
+                writer.write_lines(list(compress(batch.lines, kept[rows].tolist())))
                 bar.update(len(batch))
                 continue
             batch_ids = batch.ids

@@ -16,8 +16,6 @@ import numpy as np
 
 __all__ = ["RowIds"]
 
-_INT64 = np.iinfo(np.int64)
-
 
 class RowIds(Mapping[int, Any]):
     """Ids of rows appended in increasing row order; a read-only mapping of row to id.
@@ -119,7 +117,10 @@ class RowIds(Mapping[int, Any]):
 
 
 def _compact(ids: Sequence[Any]) -> np.ndarray | list[Any]:
-    """Integer ids as an int64 array; anything else as a list."""
-    if all(type(i) is int and _INT64.min <= i <= _INT64.max for i in ids):
-        return np.array(ids, dtype=np.int64)
+    """Integer ids as an int64 array; anything else (ints beyond int64 too) as a list."""
+    if set(map(type, ids)) <= {int}:
+        try:
+            return np.array(ids, dtype=np.int64)
+        except OverflowError:  # an int beyond int64
+            pass
     return list(ids)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 from dataclasses import dataclass
+from itertools import compress
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -547,7 +548,7 @@ def write_part(
             if rows_read > part.n_docs:
                 break
             if isinstance(batch, JsonLineBatch):
-                writer.write_lines([batch.lines[k] for k in np.flatnonzero(keep[rows]).tolist()])
+                writer.write_lines(list(compress(batch.lines, keep[rows].tolist())))
             elif schema is not None and extras.annotations is None:
                 writer.write_table(take_rows(batch.table, np.flatnonzero(keep[rows])))
             elif schema is not None and extras.annotations is not None:

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import contextlib
 import csv
-import functools
 import gzip
 import io
 import json
@@ -37,7 +36,7 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, NoReturn
+from typing import IO, Any, NoReturn, TypeVar
 
 import numpy as np
 import orjson
@@ -45,6 +44,7 @@ import orjson
 from gpusimhash._choices import FORMATS
 from gpusimhash.io import consumed
 from gpusimhash.io._json import loads
+from gpusimhash.io._jsonl_blocks import decoded_block, parsed_block
 from gpusimhash.io.fields import SEPARATOR, FieldError, TextField
 from gpusimhash.io.skipped import Skipped
 
@@ -73,6 +73,7 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 # one document as a reader yields it: its id, its text and the whole record
 Row = tuple[Any, str, dict[str, Any]]
+_Item = TypeVar("_Item")  # what `_until_error` takes
 
 
 class InputError(ValueError):
@@ -317,11 +318,12 @@ def read_batches(
     if format == "parquet":
         yield from _parquet_batches(path, text_field, id_field, batch_size, records, skipped)
         return
-    reader = {"jsonl": _jsonl_rows, "csv": _csv_rows, "tsv": _csv_rows, "text": _text_rows}[format]
-    if format == "jsonl" and not records:  # only ids and texts: parsed by orjson alone
-        reader = functools.partial(_jsonl_rows, whole=False)
     with _open_binary(path) as stream:
-        rows = reader(stream, path, format, text_field, id_field, skipped)
+        if format == "jsonl" and not records:  # only ids and texts: parsed by orjson alone
+            yield from _jsonl_texts(stream, path, text_field, id_field, skipped, batch_size)
+            return
+        reader = {"jsonl": _jsonl_rows, "csv": _csv_rows, "tsv": _csv_rows, "text": _text_rows}
+        rows = reader[format](stream, path, format, text_field, id_field, skipped)
         yield from _batched(rows, batch_size, records)
 
 
@@ -371,6 +373,18 @@ class JsonLineBatch:
             self.lines[k], self.path, self.numbers[k], self.field, self.id_field, whole=False
         )
         return (int(self.rows[k]) if doc_id is None else doc_id), text
+
+    def ids(self, ks: list[int]) -> list[int | str]:
+        """Return the ids of records ``ks``: their rows without an id field, parsing none.
+
+        Raises
+        ------
+        InputError
+            With an id field, a record that is not what `read_batches` reads (`document`).
+        """
+        if self.id_field is None:
+            return self.rows[ks].tolist()
+        return [self.document(k)[0] for k in ks]
 
     def parsed(self) -> DocumentBatch:
         """Parse every record: the batch `read_batches` reads, with its records.
@@ -435,19 +449,31 @@ def read_json_lines(
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
     path = Path(path)
     field = TextField.parse(text_field)
-    first, lines, numbers = 0, [], []
+    first = 0  # the first row not yet yielded
+    lines: list[str] = []
+    numbers: list[int] = []
     with _open_binary(path) as stream:
         for start, raw_lines, _ in _line_blocks(stream, path):
-            for number, raw in enumerate(raw_lines, start):
-                content = _json_line(raw, path, number)
-                if content is None:
-                    continue
-                lines.append(content)
-                numbers.append(number)
-                if len(lines) == batch_size:
-                    rows = np.arange(first, first + len(lines), dtype=np.int64)
-                    yield JsonLineBatch(rows, lines, numbers, path, field, id_field)
-                    first, lines, numbers = first + len(lines), [], []
+            decoded, error = decoded_block(raw_lines, start), None  # every line at once
+            if decoded is None:  # line by line, up to a line at fault
+                numbered, error = _until_error(
+                    (number, content)
+                    for number, raw in enumerate(raw_lines, start)
+                    if (content := _json_line(raw, path, number)) is not None
+                )
+                lines.extend(content for _, content in numbered)
+                numbers.extend(number for number, _ in numbered)
+            else:
+                lines.extend(decoded)
+                numbers.extend(range(start, start + len(decoded)))
+            full = len(lines) - len(lines) % batch_size  # in whole batches
+            for k in range(0, full, batch_size):
+                rows = np.arange(first + k, first + k + batch_size, dtype=np.int64)
+                batch = slice(k, k + batch_size)
+                yield JsonLineBatch(rows, lines[batch], numbers[batch], path, field, id_field)
+            first, lines, numbers = first + full, lines[full:], numbers[full:]
+            if error is not None:  # raised once the batches before its line are yielded
+                raise error
     if lines:
         rows = np.arange(first, first + len(lines), dtype=np.int64)
         yield JsonLineBatch(rows, lines, numbers, path, field, id_field)
@@ -626,28 +652,96 @@ def _jsonl_rows(
     text_field: str,
     id_field: str | None,
     skipped: Skipped | None,
-    *,
-    whole: bool = True,
 ) -> Iterator[Row]:
-    """Yield ``(id, text, record)`` from JSON lines; not ``whole``: see `_quick_document`."""
+    """Yield ``(id, text, record)`` from JSON lines, each record as `json.loads` reads it."""
     field = TextField.parse(text_field)
     row = 0
     for first, lines, _ in _line_blocks(stream, path):
-        for line, raw in enumerate(lines, first):
-            parsed = None if whole else _quick_document(raw, field, id_field)
-            if parsed is None:
-                try:
-                    parsed = _jsonl_record(raw, path, line, field, id_field)
-                except InputError as error:
-                    if skipped is None:
-                        raise
-                    skipped.add(error)
-                    continue
-                if parsed is None:  # a blank line
-                    continue
-            doc_id, text, record = parsed
+        for doc_id, text, record in _jsonl_lines(lines, first, path, field, id_field, skipped):
             yield row if doc_id is None else doc_id, text, record
             row += 1
+
+
+def _jsonl_texts(
+    stream: IO[bytes],
+    path: Path,
+    text_field: str,
+    id_field: str | None,
+    skipped: Skipped | None,
+    batch_size: int,
+) -> Iterator[DocumentBatch]:
+    """Yield batches of the ids and texts of JSON lines, each read by orjson where it can be.
+
+    Each block of lines is read at once (`gpusimhash.io._jsonl_blocks.parsed_block`), or line
+    by line where some line needs it (`_quick_document`, else `_jsonl_record`, which names the
+    problem): the same ids and texts either way.
+    """
+    field = TextField.parse(text_field)
+    first = 0  # the first row not yet yielded
+    ids: list[Any] = []
+    texts: list[str] = []
+    for start, lines, _ in _line_blocks(stream, path):
+        parsed, error = parsed_block(lines, field, id_field), None
+        if parsed is None:  # line by line, up to a line at fault
+            rows, error = _until_error(
+                _jsonl_lines(lines, start, path, field, id_field, skipped, whole=False)
+            )
+            parsed = [row[0] for row in rows], [row[1] for row in rows]
+        # without an id field, ids are rows
+        ids.extend(
+            parsed[0]
+            if id_field is not None
+            else range(first + len(texts), first + len(texts) + len(parsed[1]))
+        )
+        texts.extend(parsed[1])
+        full = len(texts) - len(texts) % batch_size  # in whole batches
+        for k in range(0, full, batch_size):
+            yield _batch(first + k, ids[k : k + batch_size], texts[k : k + batch_size], None)
+        first, ids, texts = first + full, ids[full:], texts[full:]
+        if error is not None:  # raised once the batches before its line are yielded
+            raise error
+    if texts:
+        yield _batch(first, ids, texts, None)
+
+
+def _until_error(items: Iterator[_Item]) -> tuple[list[_Item], InputError | None]:
+    """Return the items up to the first InputError, and that error (None: none came)."""
+    taken: list[_Item] = []
+    try:
+        for item in items:
+            taken.append(item)  # noqa: PERF402 - list() would drop the items before an error
+    except InputError as error:
+        return taken, error
+    return taken, None
+
+
+def _jsonl_lines(
+    lines: list[bytes],
+    first: int,
+    path: Path,
+    field: TextField,
+    id_field: str | None,
+    skipped: Skipped | None,
+    *,
+    whole: bool = True,
+) -> Iterator[tuple[int | str | None, str, dict[str, Any]]]:
+    """Yield ``(id or None, text, record)`` of a block of JSON lines, skipping blank ones.
+
+    ``first`` is the first line's number. Not ``whole``: see `_quick_document`.
+    """
+    for line, raw in enumerate(lines, first):
+        parsed = None if whole else _quick_document(raw, field, id_field)
+        if parsed is None:
+            try:
+                parsed = _jsonl_record(raw, path, line, field, id_field)
+            except InputError as error:
+                if skipped is None:
+                    raise
+                skipped.add(error)
+                continue
+            if parsed is None:  # a blank line
+                continue
+        yield parsed
 
 
 def _jsonl_record(
