@@ -448,6 +448,8 @@ NOT_SHOWN = {
     "feature_ranges_dedup_cpu.json": "compares two development revisions (quoted in the "
     "feature join's probe_range docstring)",
     "distributed_stages_revisions.json": "compares two development revisions of the distributed dedup",
+    "jsonl_blocks_revisions.json": "compares two development revisions of the JSONL readers "
+    "(quoted in gpusimhash.io._jsonl_blocks and the changelog)",
 }
 
 _ABSENT = object()  # a key a row does not have (shown as a dash, like null)

@@ -683,9 +683,8 @@ def _jsonl_texts(
     for start, lines, _ in _line_blocks(stream, path):
         parsed, error = parsed_block(lines, field, id_field), None
         if parsed is None:  # line by line, up to a line at fault
-            rows, error = _until_error(
-                _jsonl_lines(lines, start, path, field, id_field, skipped, whole=False)
-            )
+            read = _jsonl_lines(lines, start, path, field, id_field, skipped, whole=False)
+            rows, error = _until_error((doc_id, text) for doc_id, text, _ in read)
             parsed = [row[0] for row in rows], [row[1] for row in rows]
         # without an id field, ids are rows
         ids.extend(
