@@ -167,11 +167,11 @@ def dedup(
         Input files of at most this many bytes in all (as stored) are deduplicated by this
         process, not the cluster: the same stages and outputs, each task a call here
         (`gpusimhash.distributed._inline`), the compiled loops on this process's threads, but
-        the partitions' fingerprints where two local workers or more take them
-        (`_fingerprinting`); default `DRIVER_INPUT_BYTES`. Any input is, where the cluster is local and this
-        process has as many threads as its workers' compiled loops in all (the feature join,
-        which builds the whole index on every worker), or twice as many (the codes' joins;
-        `runs_on_driver`). ``-1``: always the cluster.
+        the partitions' fingerprints, which two local workers or more take; default
+        `DRIVER_INPUT_BYTES`. Any input is, where the cluster is local and this process has as
+        many threads as its workers' compiled loops in all (the feature join, which builds the
+        whole index on every worker), or twice as many (the codes' joins; `runs_on_driver`).
+        ``-1``: always the cluster.
     **options
         The fields of `gpusimhash.dedup.pipeline.DedupOptions`, except ``recall`` (the join
         is exact), ``against``, ``add_kept`` and ``pairs``. ``truth_field`` adds the single
@@ -247,7 +247,7 @@ def dedup(
             "kept_schema": schema,
             "cluster_workers": 0 if client is None else _worker_count(client),
         }
-        if on_driver:  # every task a call, here, but the fingerprints of local workers'
+        if on_driver:  # every task a call, here (local workers take the fingerprints)
             fingerprinting = _fingerprinting(client, paths)
             return _Run(
                 client=InlineClient(), on_driver=True, fingerprinting=fingerprinting, **state
