@@ -367,8 +367,8 @@ SHOWN = {
             Table(
                 ("table",),
                 caption="medians of 3 interleaved repeats: one machine, then the stages on the "
-                "workers, then the same stages on the driver; (default) marks what the input's "
-                "bytes choose",
+                "workers, then the same stages on the driver (2 workers fingerprinting its "
+                "partitions); (default) marks what the input's bytes choose",
             ),
         ),
     ),
@@ -388,8 +388,8 @@ SHOWN = {
             Table(
                 ("table",),
                 caption="medians of 7 interleaved repeats: one machine, then the stages on "
-                "the workers, then the same stages on the driver, at 200,000 documents and the "
-                "defaults",
+                "the workers, then the same stages on the driver (2 workers fingerprinting its "
+                "partitions), at 200,000 documents and the defaults",
             ),
         ),
     ),

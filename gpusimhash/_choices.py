@@ -24,6 +24,8 @@ CANDIDATE_SOURCES = ("auto", "features", "codes")
 # summaries in JSONL, 2 s of one machine's work at the defaults, where the stages' fixed costs
 # on the cluster (about 0.3 s on 2 local workers) exceed their share of the work; at 128 bits
 # radius 3 the driver beat the stages of 2 one-core workers at 200,000 summaries (14.8 MB:
-# 1.14 s against 1.35 s), and the stages won at 400,000 (29.3 MB: 1.95 s against 2.35 s;
-# medians of 3, `bench/results/distributed_real.json`)
+# 0.94 s against 1.29 s), and the stages won at 800,000 (58.1 MB: 3.44 s against 3.70 s); at
+# 400,000 (29.3 MB) the driver, its partitions fingerprinted by the 2 local workers, took
+# 1.76 s against the stages' 1.85 s, within their spread, where a remote cluster's driver
+# would read every partition itself (medians of 3, `bench/results/distributed_real.json`)
 DRIVER_INPUT_BYTES = 16 << 20

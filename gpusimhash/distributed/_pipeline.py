@@ -268,12 +268,12 @@ def runs_on_driver(
     this machine: in this process or at a loopback address) and this process has as many
     threads as its workers' compiled loops in all (`outnumbers`): where every worker builds the
     whole feature index (``whole_index``), at least as many; otherwise at least twice as many.
-    This process then does the same work on those threads without the stages' fixed costs.
-    Beside a 2-core driver, at the defaults (the feature join), the driver was 0.96x to 1.31x as
-    fast as the stages of 2 one-core local workers on 50,000 to 800,000 PyPI summaries (0.96x
-    at 800,000); at 128 bits radius 3 the stages were faster from 400,000 (1.95 s against
-    2.35 s, and 3.56 s against 4.39 s at 800,000; medians of 3,
-    ``bench/results/distributed_real.json``).
+    This process then does the same work on those threads without the stages' fixed costs,
+    two local workers or more fingerprinting the partitions. Beside a 2-core driver, at the
+    defaults (the feature join), the driver was 0.97x to 1.37x as fast as the stages of 2
+    one-core local workers on 50,000 to 800,000 PyPI summaries (0.97x at 800,000); at 128 bits
+    radius 3 the driver was faster up to 400,000 (1.76 s against 1.85 s there) and the stages
+    at 800,000 (3.44 s against 3.70 s; medians of 3, ``bench/results/distributed_real.json``).
 
     Parameters
     ----------
