@@ -43,6 +43,10 @@ whether the kept documents and duplicates report are byte-identical:
     python bench/bench_distributed.py --corpus /work/shared/data/pypi_summaries.txt.gz \
         --sizes 50000 100000 200000 --repeat 3
 
+``--worker-threads T`` gives each worker T threads, and runs one machine on T threads in place
+of one core: on a machine of at least 2T + 1 cores, the workers, the driver and the scheduler
+no longer share the cores one machine uses, as on a cluster of machines of T cores each.
+
 Writes ``bench/results/distributed_real.json`` (``--result`` names another file there).
 """
 
@@ -388,7 +392,10 @@ def compare_on_corpus(args: argparse.Namespace) -> None:
     }
     rows: list[dict] = []
     for n in args.workers:
-        with local_cluster(n, 1, dashboard_address=":0") as cluster, Client(cluster) as client:
+        with (
+            local_cluster(n, args.worker_threads, dashboard_address=":0") as cluster,
+            Client(cluster) as client,
+        ):
             for name in args.settings:
                 options = CORPUS_SETTINGS[name]
                 dedup_file(warm / "all.jsonl", args.data / "out-warm" / name, **options)
@@ -398,10 +405,12 @@ def compare_on_corpus(args: argparse.Namespace) -> None:
             for size, folder in folders.items():
                 for name in args.settings:
                     for repeat in range(args.repeat):
-                        found = _one_machine_then_cluster(client, n, size, name, folder, args.data)
+                        found = _one_machine_then_cluster(
+                            client, n, size, name, folder, args.data, args.worker_threads
+                        )
                         rows += [row | {"repeat": repeat} for row in found]
                         print(*((r["run"], r["seconds"]) for r in found), size, name, flush=True)
-    table = _corpus_table(rows)
+    table = _corpus_table(rows, args.worker_threads)
     print_table(table, list(table[0]))
     path = write_json(
         args.result,
@@ -411,6 +420,7 @@ def compare_on_corpus(args: argparse.Namespace) -> None:
             "parts": args.parts,
             "repeat": args.repeat,
             "driver_input_bytes": DRIVER_INPUT_BYTES,
+            "worker_threads": args.worker_threads,
             "settings": {name: CORPUS_SETTINGS[name] for name in args.settings},
             "runs": rows,
             "table": table,
@@ -420,8 +430,14 @@ def compare_on_corpus(args: argparse.Namespace) -> None:
     print(f"wrote {path}")
 
 
-def _corpus_table(rows: list[dict]) -> list[dict]:
+def _worker_machine(threads: int) -> str:
+    """Name one machine on a worker's threads, the run each worker is compared with."""
+    return "one machine, 1 core" if threads == 1 else f"one machine, {threads} threads"
+
+
+def _corpus_table(rows: list[dict], worker_threads: int) -> list[dict]:
     """Median seconds of each run per size, setting and workers, and the ratios of the medians."""
+    share = "vs one core" if worker_threads == 1 else f"vs {worker_threads} threads"
     table = []
     keys = sorted({(r["docs"], r["settings"], r["cluster_workers"]) for r in rows})
     for docs, name, n in keys:
@@ -432,7 +448,7 @@ def _corpus_table(rows: list[dict]) -> list[dict]:
             run: float(np.median([r["seconds"] for r in runs if r["run"] == run]))
             for run in dict.fromkeys(r["run"] for r in runs)
         }
-        one_machine, one_core = median["one machine"], median["one machine, 1 core"]
+        one_machine, one_worker = median["one machine"], median[_worker_machine(worker_threads)]
         chosen = next(r for r in runs if r.get("chosen"))["run"]
         for run, seconds in median.items():
             cluster = [r for r in runs if r["run"] == run and r["workers"]]
@@ -447,7 +463,7 @@ def _corpus_table(rows: list[dict]) -> list[dict]:
                         *(f(r["seconds"] for r in runs if r["run"] == run) for f in (min, max))
                     ),
                     "vs one machine": round(one_machine / seconds, 2) if cluster else "-",
-                    "vs one core": round(one_core / seconds, 2) if cluster else "-",
+                    share: round(one_worker / seconds, 2) if cluster else "-",
                     "identical": all(r["identical_to_single"] for r in cluster) if cluster else "-",
                 }
             )
@@ -455,19 +471,20 @@ def _corpus_table(rows: list[dict]) -> list[dict]:
 
 
 def _one_machine_then_cluster(
-    client, n: int, size: int, name: str, folder: Path, data: Path
+    client, n: int, size: int, name: str, folder: Path, data: Path, threads: int
 ) -> list[dict]:
-    """Run one machine on every core and on one core, then the cluster of ``n`` workers both ways.
+    """Run one machine on every core and on a worker's threads, then the cluster of ``n`` both ways.
 
-    The workers have one core each: against one machine on one core, the ratio says what each
-    worker added; against one machine on every core, what the cluster gave on this machine.
+    The workers have ``threads`` threads each: against one machine on as many, the ratio says
+    what each worker added; against one machine on every core, what the cluster gave on this
+    machine.
     """
     options = CORPUS_SETTINGS[name]
     out = data / f"out-real-{size}" / name
     single = _one_machine(folder, out / f"single-{n}", options, size, name, None)
-    one_core = _one_machine(folder, out / f"single-{n}-1", options, size, name, 1)
-    single["run"], one_core["run"] = "one machine", "one machine, 1 core"
-    rows = [single, one_core]
+    one_worker = _one_machine(folder, out / f"single-{n}-{threads}", options, size, name, threads)
+    single["run"], one_worker["run"] = "one machine", _worker_machine(threads)
+    rows = [single, one_worker]
     bits = options.get("bits", 256)
     joins = {key: value for key, value in options.items() if key != "bits"}
     chosen = runs_on_driver(
@@ -506,7 +523,7 @@ def _one_machine_then_cluster(
                 "identical_to_single": same_outputs(out / f"single-{n}", target),
             }
         )
-    single["chosen"] = one_core["chosen"] = False
+    single["chosen"] = one_worker["chosen"] = False
     return [row | {"cluster_workers": n} for row in rows]
 
 
@@ -560,6 +577,13 @@ def main() -> None:
         help="with --corpus, the file under bench/results/ to write",
     )
     parser.add_argument("--sizes", type=int, nargs="+", default=[50_000, 100_000, 200_000])
+    parser.add_argument(
+        "--worker-threads",
+        type=int,
+        default=1,
+        help="with --corpus: each worker's threads, and those of the one-machine run it is "
+        "compared with",
+    )
     parser.add_argument(
         "--settings", nargs="+", choices=sorted(CORPUS_SETTINGS), default=["defaults", "128r3"]
     )
