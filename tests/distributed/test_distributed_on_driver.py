@@ -2,6 +2,8 @@
 
 import collections
 import json
+import subprocess
+import sys
 import time
 import warnings
 
@@ -388,6 +390,21 @@ def test_without_a_client_or_a_cluster_the_driver_deduplicates_a_small_input(
     assert main([*command, "-q", "--no-report"]) == 0, capsys.readouterr().err
     _same_outputs(tmp_path / "single", tmp_path / "cli")
     assert np.flatnonzero(~single.kept).tolist() == result.removed.tolist()
+
+
+def test_the_driver_without_a_client_never_imports_dask(corpus, tmp_path):
+    # a fresh process: this one has imported Dask's distributed already
+    code = (
+        "import sys\n"
+        "from gpusimhash.distributed import dedup\n"
+        f"result = dedup({str(corpus / 'parts')!r}, {str(tmp_path / 'out')!r}, "
+        "driver_input_bytes=1 << 40)\n"
+        "assert result.summary['distributed']['on_driver']\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed')))\n"
+    )
+    ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.strip() == "[]"
 
 
 def test_the_workers_option_states_the_drivers_bound(capsys):
