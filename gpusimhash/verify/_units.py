@@ -243,7 +243,8 @@ def feature_units(
     """Group documents with the same code and identical features into units.
 
     Identical features are found by a hash of each document's features and confirmed entry by
-    entry (a hash collision leaves the document a unit of its own).
+    entry (a hash collision leaves the document a unit of its own); only documents whose code
+    another featured document has are hashed.
 
     Parameters
     ----------
@@ -275,11 +276,15 @@ def feature_units(
     n = code.size
     code = code[rows]
     sizes = features.sizes
-    hashes = document_hashes(features)
     local = np.flatnonzero(sizes > 0)
-    local = local[_by_code_and_hash(code[local], hashes[local])]
+    # a document whose code no other featured document has is a unit of its own: only the
+    # others are hashed
+    local = local[np.bincount(code[local])[code[local]] > 1]
+    hashes = document_hashes(features.take(local))
+    order = _by_code_and_hash(code[local], hashes)
+    local, hashes = local[order], hashes[order]
     starts = np.ones(local.size, dtype=bool)
-    starts[1:] = (code[local][1:] != code[local][:-1]) | (hashes[local][1:] != hashes[local][:-1])
+    starts[1:] = (code[local][1:] != code[local][:-1]) | (hashes[1:] != hashes[:-1])
     run = np.cumsum(starts) - 1
     first = local[starts][run]
     same = same_features(
