@@ -51,7 +51,7 @@ from gpusimhash._memory import check_result_size
 from gpusimhash.fingerprinting import FingerprintSettings, fingerprint
 from gpusimhash.index import _storage as storage
 from gpusimhash.index._keys import KeyMap, check_keys
-from gpusimhash.index._loaded import check_loaded, check_params
+from gpusimhash.index._loaded import check_loaded, check_params, hash_tables_fault
 from gpusimhash.index._lock import ReadWriteLock, reads, writes
 from gpusimhash.index._results import RangeResult, SearchResult
 from gpusimhash.io.bundle import BundleError, reading
@@ -909,7 +909,16 @@ class SimHashIndex:
         check_loaded(
             loaded, inner, index.kind, saved.tombstones, (faiss_path, saved.tombstones_file)
         )
-        index._index = loaded
+        fault = hash_tables_fault(faiss_path, inner) if index.kind == "multihash" else None
+        if fault is None:
+            index._index = loaded
+        else:  # derived from the codes: filed again, into the index's own empty tables
+            _LOGGER.info("%s: %s; its hash tables are rebuilt from its codes", faiss_path, fault)
+            multi_hash: Any = inner
+            flat: Any = faiss.downcast_IndexBinary(multi_hash.storage)
+            codes = faiss.vector_to_array(flat.xb)
+            stored = faiss.vector_to_array(loaded.id_map).astype(np.int64, copy=False)
+            index._index.add_with_ids(codes.reshape(int(loaded.ntotal), -1), stored)
         index._tombstones = saved.tombstones
         index._keys = saved.keys
         index._read_only = mmap

@@ -6,19 +6,33 @@ with its checksums recomputed after the edit, would load and answer wrongly: sea
 find nothing or one id for every query, counts that disagree with `ids`. `check_loaded` and
 `check_params` refuse it, naming the file. Ids that ascend, as `add` gives them, are read once;
 others are sorted (0.06 s more per million entries on load, measured by hand).
+
+A multi-hash index's hash tables are derived from its codes, and FAISS writes some wrongly: it
+writes each key's count of ids in as many bits as an id, so a table of one code, or a key that
+holds every code where their number is a power of two (two identical codes, say), loads with
+codes filed under no key, and radius searches miss them. `hash_tables_fault` reads the tables
+as saved and names what is wrong with them, and the index then rebuilds them from its codes.
 """
 
 from __future__ import annotations
 
+import struct
 from pathlib import Path
 from typing import Any
 
 import faiss
 import numpy as np
 
+from gpusimhash._cpu._hash_maps import FAULTS, map_fault
 from gpusimhash.io.bundle import BundleError
 
-__all__ = ["check_loaded", "check_params"]
+__all__ = ["check_loaded", "check_params", "hash_tables_fault"]
+
+# the FAISS file of a multi-hash index, as `faiss.write_index_binary` writes it: each part's
+# four-character code, then a binary index's header (d, code_size, ntotal, is_trained,
+# metric_type)
+_HEADER = struct.Struct("<iiq?i")
+_MULTI_HASH = (b"IBMp", b"IBHm", b"IBxF")  # the id map, the multi-hash index, its storage
 
 
 def check_loaded(
@@ -129,3 +143,52 @@ def _check_lists(inner: Any, path: Path) -> None:
         raise BundleError(f"{path}: its inverted lists do not name its {n} entries")
     if (np.bincount(ids, minlength=n) != 1).any():
         raise BundleError(f"{path}: its inverted lists do not name each of its entries once")
+
+
+def hash_tables_fault(path: Path, inner: Any) -> str | None:
+    """Return what is wrong with a multi-hash index's saved hash tables, or None if nothing.
+
+    Each table must file every stored code once, under the key its bits make (as
+    ``IndexBinaryMultiHash.add`` files them).
+
+    Parameters
+    ----------
+    path : Path
+        The FAISS file FAISS read ``inner`` from.
+    inner : faiss.IndexBinaryMultiHash
+        The index as read (its ``b`` and ``nhash``).
+
+    Returns
+    -------
+    str or None
+        The first fault, naming the table (and the id), or None.
+    """
+    raw = path.read_bytes()
+    data = np.frombuffer(raw, dtype=np.uint8)
+    at = 0
+    n, code_bytes = 0, 0
+    try:
+        for fourcc in _MULTI_HASH:
+            if data[at : at + 4].tobytes() != fourcc:
+                return f"not laid out as a multi-hash index's file (no {fourcc.decode()})"
+            _, code_bytes, n, _, _ = _HEADER.unpack_from(raw, at + 4)
+            at += 4 + _HEADER.size
+        (size,) = struct.unpack_from("<Q", raw, at)
+        codes = data[at + 8 : at + 8 + size].reshape(n, code_bytes)
+        at += 8 + size
+        b, nhash, _ = struct.unpack_from("<iii", raw, at)
+        at += 12
+        if (b, nhash) != (int(inner.b), int(inner.nhash)):
+            return f"its tables are of {nhash} x {b} bits, FAISS read {inner.nhash} x {inner.b}"
+        for table in range(nhash):
+            id_bits, n_keys, length = struct.unpack_from("<iQQ", raw, at)
+            at += 20
+            fault, ident = map_fault(data[at : at + length], b, id_bits, n_keys, codes, table * b)
+            at += length
+            if FAULTS[fault] is not None:
+                return f"hash table {table}: {FAULTS[fault]}" + (
+                    f" (id {ident})" if ident >= 0 else ""
+                )
+    except (struct.error, ValueError) as error:  # a part shorter than its sizes say
+        return f"not laid out as a multi-hash index's file ({error})"
+    return None
