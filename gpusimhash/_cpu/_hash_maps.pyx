@@ -76,6 +76,9 @@ def map_fault(const uint8_t[::1] table, int b, int id_bits, int64_t n_keys,
     cdef uint8_t[::1] seen = np.zeros(codes.shape[0], dtype=np.uint8)
     cdef int64_t ident = -1
     cdef int fault
+    if not (1 <= b <= 64 and 0 <= id_bits <= 63 and 0 <= first_bit
+            and first_bit + b <= codes.shape[1] * 8):
+        raise ValueError(f"keys of {b} bits from bit {first_bit}, ids of {id_bits} bits")
     cdef const uint8_t* bits = NULL
     if table.shape[0]:
         bits = &table[0]
@@ -99,7 +102,7 @@ cdef int _fault(const uint8_t* bits, int64_t total_bits, int b, int id_bits, int
         key = _read(bits, at, b)
         count = <int64_t>_read(bits, at + b, id_bits)
         at += b + id_bits
-        if at + count * id_bits > total_bits:
+        if id_bits and count > (total_bits - at) // id_bits:  # no product to overflow
             return OVERRUN  # (ident: -1)
         for j in range(count):
             ident[0] = <int64_t>_read(bits, at, id_bits)

@@ -189,6 +189,7 @@ def hash_tables_fault(path: Path, inner: Any) -> str | None:
                 return f"hash table {table}: {FAULTS[fault]}" + (
                     f" (id {ident})" if ident >= 0 else ""
                 )
-    except (struct.error, ValueError) as error:  # a part shorter than its sizes say
+    # a part shorter than its sizes say, or keys and ids of sizes no table has
+    except (struct.error, ValueError) as error:
         return f"not laid out as a multi-hash index's file ({error})"
     return None

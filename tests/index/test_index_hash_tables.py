@@ -136,3 +136,13 @@ def test_a_file_not_laid_out_as_a_multi_hash_index_is_named(tmp_path):
     short.write_bytes(file.read_bytes()[:100])  # its codes cut short
     fault = hash_tables_fault(short, faiss.downcast_IndexBinary(loaded.index))
     assert fault.startswith("not laid out as a multi-hash index's file")
+
+
+def test_a_count_past_the_table_is_found_without_reading_past_it():
+    table = _table([(0x1234, [0])], 16, 4).copy()  # 24 bits: key, count, one id
+    table[2] |= 0xF  # the count's 4 bits: 15 ids where the table holds 1
+    assert FAULTS[map_fault(table, 16, 4, 1, CODES, 0)[0]] == "an entry runs past the table"
+    huge = np.full(16, 0xFF, dtype=np.uint8)  # keys and counts of all ones, 62-bit ids
+    assert FAULTS[map_fault(huge, 2, 62, 1, CODES, 0)[0]] == "an entry runs past the table"
+    with pytest.raises(ValueError, match="ids of 64 bits"):
+        map_fault(table, 16, 64, 1, CODES, 0)
