@@ -166,7 +166,6 @@ def hash_tables_fault(path: Path, inner: Any) -> str | None:
     raw = path.read_bytes()
     data = np.frombuffer(raw, dtype=np.uint8)
     at = 0
-    n, code_bytes = 0, 0
     try:
         for fourcc in _MULTI_HASH:
             if data[at : at + 4].tobytes() != fourcc:

@@ -63,7 +63,7 @@ def test_few_or_identical_codes_are_all_found_once_loaded(tmp_path, n, identical
     assert (_fault(file) is not None) == faulty  # FAISS's own writing
     loaded = SimHashIndex.load(tmp_path / "idx")
     assert _found(loaded, codes) == _found(saved, codes)
-    assert _found(loaded, codes[:1]) == [list(range(n))] if identical else [[0]]
+    assert _found(loaded, codes[:1]) == ([list(range(n))] if identical else [[0]])
 
 
 def test_a_table_edited_after_saving_is_rebuilt_from_the_codes(tmp_path, caplog):
